@@ -1,0 +1,191 @@
+/*
+ * Cohort: collectives for MPI jobs on GPU clusters.  Public C API.
+ *
+ * Every call returns a cohort_status_t.  On failure, cohort_last_error() returns a
+ * thread-local message that names the argument, phase or peer at fault.  Output
+ * parameters are written only on success.
+ */
+#ifndef COHORT_H
+#define COHORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COHORT_VERSION_MAJOR 0
+#define COHORT_VERSION_MINOR 1
+#define COHORT_VERSION_PATCH 0
+#define COHORT_VERSION_CODE \
+  (COHORT_VERSION_MAJOR * 10000 + COHORT_VERSION_MINOR * 100 + COHORT_VERSION_PATCH)
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum {
+  COHORT_SUCCESS = 0,
+  COHORT_IN_PROGRESS = 1,         /* nonblocking operation not finished yet */
+  COHORT_ERR_INVALID_ARG = -1,    /* a bad argument; the message names it */
+  COHORT_ERR_INVALID_USAGE = -2,  /* misuse: wrong order, mismatched ranks, duplicate GPU */
+  COHORT_ERR_NOT_SUPPORTED = -3,  /* valid request this build or team cannot serve */
+  COHORT_ERR_NO_MEMORY = -4,
+  COHORT_ERR_SYSTEM = -5,    /* an OS call failed */
+  COHORT_ERR_MPI = -6,       /* an MPI call failed */
+  COHORT_ERR_CUDA = -7,      /* a CUDA call failed */
+  COHORT_ERR_TIMEOUT = -8,   /* peers did not arrive in time; the message names them */
+  COHORT_ERR_ABORTED = -9,   /* the team was aborted */
+  COHORT_ERR_INTERNAL = -10  /* a bug in Cohort: please report it */
+} cohort_status_t;
+
+/* Static name of a status, e.g. "COHORT_ERR_TIMEOUT". */
+const char *cohort_status_string(cohort_status_t status);
+
+/* Detail of the last failed call on this thread ("" if none).  Valid until the next
+ * Cohort call on this thread. */
+const char *cohort_last_error(void);
+
+/* Version as MAJOR*10000 + MINOR*100 + PATCH. */
+int cohort_version(void);
+
+/* ------------------------------------------------------------ out-of-band */
+
+/* A generic out-of-band allgather, as UCC's ucc_oob_coll: Cohort calls allgather() with
+ * msglen bytes per rank and polls req_test() until it returns COHORT_SUCCESS, then calls
+ * req_free().  req_test returns COHORT_IN_PROGRESS while pending and an error status on
+ * failure.  A team created this way cannot name which rank is missing on a timeout, and
+ * cannot be split (use cohort_team_create_mpi for both). */
+typedef struct cohort_oob {
+  cohort_status_t (*allgather)(const void *sbuf, void *rbuf, size_t msglen, void *coll_info,
+                               void **request);
+  cohort_status_t (*req_test)(void *request);
+  cohort_status_t (*req_free)(void *request);
+  void *coll_info;
+  uint32_t size; /* number of ranks taking part */
+  uint32_t rank; /* this process's index among them */
+} cohort_oob_t;
+
+/* ------------------------------------------------------------------ config */
+
+#define COHORT_DEVICE_CURRENT (-1) /* the calling thread's current CUDA device */
+#define COHORT_DEVICE_NONE (-2)    /* host-only team: bind no GPU */
+
+#define COHORT_TEAM_CONFIG_MAGIC 0xc0407c0fu
+
+/* Team options.  Initialise with cohort_team_config_init() (or the initializer), then set
+ * the fields you care about; a negative / NULL value means "take the COHORT_* environment
+ * variable or its default" (see `cohort_info`). */
+typedef struct cohort_team_config {
+  size_t size;         /* sizeof(cohort_team_config_t), for ABI evolution */
+  unsigned int magic;  /* COHORT_TEAM_CONFIG_MAGIC */
+  double init_timeout; /* seconds a phase may wait for peers; < 0: COHORT_INIT_TIMEOUT */
+  int cuda_device;     /* ordinal, COHORT_DEVICE_CURRENT or COHORT_DEVICE_NONE */
+  int allow_shared_gpu; /* 1: several ranks may share a GPU (MPS); 0: no; < 0: env */
+  const char *name;     /* label used in logs; NULL: "team" */
+} cohort_team_config_t;
+
+#define COHORT_TEAM_CONFIG_INITIALIZER \
+  {sizeof(cohort_team_config_t), COHORT_TEAM_CONFIG_MAGIC, -1.0, COHORT_DEVICE_CURRENT, -1, NULL}
+
+cohort_status_t cohort_team_config_init(cohort_team_config_t *config);
+
+/* -------------------------------------------------------------------- team */
+
+typedef struct cohort_team *cohort_team_t;
+
+#define COHORT_SPLIT_NOCOLOR (-1) /* split(): this rank takes part but gets no team */
+
+/* Collective over comm; blocks until every rank agrees on the outcome.  config may be NULL.
+ * On failure every rank returns the same status, naming the first failing rank and phase
+ * (or, for COHORT_ERR_TIMEOUT, the ranks that never arrived). */
+cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
+                                       cohort_team_t *team);
+
+/* Nonblocking form: post returns a team handle at once; drive it with
+ * cohort_team_create_test() until it returns something other than COHORT_IN_PROGRESS.
+ * On failure the handle stays valid (queries fail) until cohort_team_destroy(). */
+cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
+                                            cohort_team_t *team);
+cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
+                                            const cohort_team_config_t *config,
+                                            cohort_team_t *team);
+cohort_status_t cohort_team_create_test(cohort_team_t team);
+
+/* Blocking creation over a generic OOB. */
+cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                                       cohort_team_t *team);
+
+/* Collective over parent: ranks with equal color form a child team ordered by key, ties in
+ * parent order (as ncclCommSplit).  color = COHORT_SPLIT_NOCOLOR takes part and gets
+ * *child = NULL.  config NULL: inherit the parent's. */
+cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
+                                  const cohort_team_config_t *config, cohort_team_t *child);
+
+/* Releases everything the team holds; the handle is invalid afterwards (later calls with it
+ * return COHORT_ERR_INVALID_ARG).  Local: needs no other rank. */
+cohort_status_t cohort_team_destroy(cohort_team_t team);
+
+/* Stops the team now, also during a nonblocking creation, without waiting for peers.  The
+ * handle stays valid: later calls on it return COHORT_ERR_ABORTED; destroy frees it. */
+cohort_status_t cohort_team_abort(cohort_team_t team);
+
+/* COHORT_SUCCESS, COHORT_IN_PROGRESS while a nonblocking creation runs, or the error that
+ * stopped the team (e.g. COHORT_ERR_ABORTED). */
+cohort_status_t cohort_team_get_async_error(cohort_team_t team, cohort_status_t *async_error);
+
+/* Queries (valid once creation succeeded). */
+cohort_status_t cohort_team_size(cohort_team_t team, int *size);
+cohort_status_t cohort_team_rank(cohort_team_t team, int *rank);
+cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device); /* -1: no GPU */
+cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count);
+cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index);
+cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank);
+cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size);
+cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id);
+
+/* Identity of any rank of the team, as gathered in the peer-info phase. */
+typedef struct cohort_peer_info {
+  int rank;
+  int node_index;
+  int local_rank;
+  int pid;
+  uint64_t host_id;
+  char hostname[64];
+  int cuda_device;    /* ordinal in that process, -1: none */
+  char bus_id[32];    /* "0000:3b:00.0", "" without GPU */
+  uint8_t uuid[16];   /* GPU UUID, zero without GPU */
+  int numa_node;      /* -1: unknown */
+} cohort_peer_info_t;
+
+cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank, cohort_peer_info_t *info);
+
+/* ------------------------------------------------------------- init report */
+
+#define COHORT_MAX_PHASES 16
+
+typedef struct cohort_phase_stats {
+  const char *name; /* "check-in", "peer-info", ... */
+  int64_t min_ns;
+  int64_t median_ns;
+  int64_t max_ns;
+  int slowest_rank; /* rank that spent max_ns */
+} cohort_phase_stats_t;
+
+typedef struct cohort_init_report {
+  int num_phases;
+  cohort_phase_stats_t phases[COHORT_MAX_PHASES];
+  cohort_phase_stats_t total;
+} cohort_init_report_t;
+
+cohort_status_t cohort_team_init_report(cohort_team_t team, cohort_init_report_t *report);
+
+/* Writes the report as text (the table printed at COHORT_DEBUG=INFO); truncates to len. */
+cohort_status_t cohort_team_init_report_format(cohort_team_t team, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COHORT_H */

@@ -1,0 +1,242 @@
+#include "core/params.h"
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace cohort {
+namespace {
+
+constexpr double kNoMin = -1e300;
+
+const std::vector<ParamSpec> kParams = {
+    {"DEBUG", ParamType::kEnum, "WARN", "", "NONE,WARN,INFO,TRACE", kNoMin,
+     "log level; INFO prints the init report on rank 0"},
+    {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL",
+     kNoMin, "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
+    {"DEBUG_FILE", ParamType::kString, "", "", "", kNoMin,
+     "log to this file instead of stderr; %h expands to the host, %p to the pid"},
+    {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", 0.001,
+     "how long a team-creation phase waits for peers before failing with the missing ranks"},
+    {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kNoMin,
+     "let several ranks of one host use the same GPU (run them under MPS)"},
+    {"HOST_ID", ParamType::kString, "", "", "", kNoMin,
+     "override the host identity (default: hostname + boot_id); tests use it to fake nodes"},
+    {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
+     "testing: PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in "
+     "PHASE"},
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char &c : out) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+Status bad(std::string_view what, std::string_view text, const char *expected) {
+  return failf(COHORT_ERR_INVALID_ARG, "%.*s='%.*s': %s", static_cast<int>(what.size()),
+               what.data(), static_cast<int>(text.size()), text.data(), expected);
+}
+
+std::string env_name(const ParamSpec &spec) { return std::string("COHORT_") + spec.name; }
+
+Status lookup(const char *name, ParamType type, const ParamSpec **spec, std::string *text) {
+  *spec = param_find(name);
+  if (*spec == nullptr || (*spec)->type != type) {
+    return failf(COHORT_ERR_INTERNAL, "parameter COHORT_%s is not registered as %s", name,
+                 param_type_name(type));
+  }
+  *text = param_text(**spec);
+  return COHORT_SUCCESS;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec> &param_table() { return kParams; }
+
+const ParamSpec *param_find(std::string_view name) {
+  if (name.substr(0, 7) == "COHORT_") name.remove_prefix(7);
+  for (const ParamSpec &spec : kParams) {
+    if (name == spec.name) return &spec;
+  }
+  return nullptr;
+}
+
+const char *param_type_name(ParamType type) {
+  switch (type) {
+    case ParamType::kBool: return "bool";
+    case ParamType::kInt: return "int";
+    case ParamType::kDouble: return "double";
+    case ParamType::kString: return "string";
+    case ParamType::kEnum: return "enum";
+    case ParamType::kList: return "list";
+  }
+  return "?";
+}
+
+std::string param_text(const ParamSpec &spec, bool *from_env) {
+  const char *env = getenv(env_name(spec).c_str());
+  bool set = env != nullptr && env[0] != '\0';
+  if (from_env != nullptr) *from_env = set;
+  return set ? env : spec.default_value;
+}
+
+Status parse_bool(std::string_view what, std::string_view text, bool *out) {
+  std::string t = lower(text);
+  if (t == "1" || t == "true" || t == "yes" || t == "on") {
+    *out = true;
+  } else if (t == "0" || t == "false" || t == "no" || t == "off") {
+    *out = false;
+  } else {
+    return bad(what, text, "expected a boolean (1/0, true/false, yes/no, on/off)");
+  }
+  return COHORT_SUCCESS;
+}
+
+Status parse_int(std::string_view what, std::string_view text, double min_value, int64_t *out) {
+  std::string t(text);
+  char *end = nullptr;
+  errno = 0;
+  long long v = strtoll(t.c_str(), &end, 10);
+  if (t.empty() || *end != '\0' || errno == ERANGE) return bad(what, text, "expected an integer");
+  if (static_cast<double>(v) < min_value) {
+    return bad(what, text, strprintf("must be at least %g", min_value).c_str());
+  }
+  *out = v;
+  return COHORT_SUCCESS;
+}
+
+Status parse_double(std::string_view what, std::string_view text, double min_value,
+                    double *out) {
+  std::string t(text);
+  char *end = nullptr;
+  errno = 0;
+  double v = strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
+    return bad(what, text, "expected a number");
+  }
+  if (v < min_value) return bad(what, text, strprintf("must be at least %g", min_value).c_str());
+  *out = v;
+  return COHORT_SUCCESS;
+}
+
+Status parse_enum(std::string_view what, std::string_view text, std::string_view choices,
+                  int *out) {
+  std::vector<std::string_view> words = split_commas(choices);
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (lower(words[i]) == lower(text)) {
+      *out = static_cast<int>(i);
+      return COHORT_SUCCESS;
+    }
+  }
+  return bad(what, text, strprintf("expected one of %.*s", static_cast<int>(choices.size()),
+                                   choices.data())
+                             .c_str());
+}
+
+Status parse_list(std::string_view what, std::string_view text, std::string_view choices,
+                  uint64_t *out) {
+  bool invert = !text.empty() && text.front() == '^';
+  std::string_view items = invert ? text.substr(1) : text;
+  std::vector<std::string_view> words = split_commas(choices);
+  uint64_t all = words.size() >= 64 ? ~0ull : (1ull << words.size()) - 1;
+  uint64_t mask = 0;
+  for (std::string_view item : split_commas(items)) {
+    if (lower(item) == "all") {
+      mask = all;
+      continue;
+    }
+    int index = -1;
+    Status s = parse_enum(what, item, choices, &index);
+    if (is_error(s)) {
+      return bad(what, text, strprintf("'%.*s' is not one of %.*s", static_cast<int>(item.size()),
+                                       item.data(), static_cast<int>(choices.size()),
+                                       choices.data())
+                                 .c_str());
+    }
+    mask |= 1ull << index;
+  }
+  *out = invert ? (all & ~mask) : mask;
+  return COHORT_SUCCESS;
+}
+
+Status param_bool(const char *name, bool *out) {
+  const ParamSpec *spec;
+  std::string text;
+  Status s = lookup(name, ParamType::kBool, &spec, &text);
+  return is_error(s) ? s : parse_bool(env_name(*spec), text, out);
+}
+
+Status param_int(const char *name, int64_t *out) {
+  const ParamSpec *spec;
+  std::string text;
+  Status s = lookup(name, ParamType::kInt, &spec, &text);
+  return is_error(s) ? s : parse_int(env_name(*spec), text, spec->min_value, out);
+}
+
+Status param_double(const char *name, double *out) {
+  const ParamSpec *spec;
+  std::string text;
+  Status s = lookup(name, ParamType::kDouble, &spec, &text);
+  return is_error(s) ? s : parse_double(env_name(*spec), text, spec->min_value, out);
+}
+
+Status param_string(const char *name, std::string *out) {
+  const ParamSpec *spec;
+  Status s = lookup(name, ParamType::kString, &spec, out);
+  return s;
+}
+
+Status param_enum(const char *name, int *out) {
+  const ParamSpec *spec;
+  std::string text;
+  Status s = lookup(name, ParamType::kEnum, &spec, &text);
+  return is_error(s) ? s : parse_enum(env_name(*spec), text, spec->choices, out);
+}
+
+Status param_list(const char *name, uint64_t *out) {
+  const ParamSpec *spec;
+  std::string text;
+  Status s = lookup(name, ParamType::kList, &spec, &text);
+  return is_error(s) ? s : parse_list(env_name(*spec), text, spec->choices, out);
+}
+
+Status params_validate_env() {
+  for (const ParamSpec &spec : kParams) {
+    Status s = COHORT_SUCCESS;
+    bool b;
+    int64_t i;
+    double d;
+    int e;
+    uint64_t m;
+    switch (spec.type) {
+      case ParamType::kBool: s = param_bool(spec.name, &b); break;
+      case ParamType::kInt: s = param_int(spec.name, &i); break;
+      case ParamType::kDouble: s = param_double(spec.name, &d); break;
+      case ParamType::kEnum: s = param_enum(spec.name, &e); break;
+      case ParamType::kList: s = param_list(spec.name, &m); break;
+      case ParamType::kString: break;
+    }
+    if (is_error(s)) return s;
+  }
+  return COHORT_SUCCESS;
+}
+
+}  // namespace cohort

@@ -1,0 +1,288 @@
+// The C API of teams.  Handles are opaque ids looked up in a registry, never dereferenced,
+// so a destroyed or forged handle gets a named error instead of a crash.
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/oob_mpi.h"
+#include "core/oob_user.h"
+#include "team/report.h"
+#include "team/team.h"
+
+namespace cohort {
+namespace {
+
+class Registry {
+ public:
+  cohort_team_t add(std::shared_ptr<Team> team) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uintptr_t id = next_id_;
+    next_id_ += 16;  // never reused: a stale handle stays invalid forever
+    teams_.emplace(id, std::move(team));
+    return reinterpret_cast<cohort_team_t>(id);
+  }
+
+  std::shared_ptr<Team> find(cohort_team_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
+    return it == teams_.end() ? nullptr : it->second;
+  }
+
+  std::shared_ptr<Team> remove(cohort_team_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == teams_.end()) return nullptr;
+    std::shared_ptr<Team> team = std::move(it->second);
+    teams_.erase(it);
+    return team;
+  }
+
+ private:
+  std::mutex mutex_;
+  uintptr_t next_id_ = 0xc0400010;
+  std::unordered_map<uintptr_t, std::shared_ptr<Team>> teams_;
+};
+
+Registry &registry() {
+  static Registry *r = new Registry();  // outlives static destructors that may still call us
+  return *r;
+}
+
+Status lookup(cohort_team_t handle, std::shared_ptr<Team> *team) {
+  if (handle == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team is NULL");
+  *team = registry().find(handle);
+  if (!*team) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "team handle %p is not a live team (destroyed, or never created)",
+                 static_cast<void *>(handle));
+  }
+  return COHORT_SUCCESS;
+}
+
+// Looks the handle up and checks the team finished creation.
+Status ready_team(cohort_team_t handle, std::shared_ptr<Team> *team) {
+  Status s = lookup(handle, team);
+  return is_error(s) ? s : (*team)->check_ready();
+}
+
+Status check_mpi_comm(MPI_Comm comm) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized) {
+    return fail(COHORT_ERR_INVALID_USAGE, "MPI is not initialised: call MPI_Init first");
+  }
+  if (finalized) return fail(COHORT_ERR_INVALID_USAGE, "MPI is already finalised");
+  if (comm == MPI_COMM_NULL) return fail(COHORT_ERR_INVALID_ARG, "comm is MPI_COMM_NULL");
+  int inter = 0;
+  MPI_Comm_test_inter(comm, &inter);
+  if (inter) {
+    return fail(COHORT_ERR_NOT_SUPPORTED,
+                "comm is an inter-communicator; create teams from intra-communicators");
+  }
+  return COHORT_SUCCESS;
+}
+
+template <typename T>
+Status query(cohort_team_t handle, T *out, const char *what, T (*get)(const Team &)) {
+  if (out == nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s (output) is NULL", what);
+  std::shared_ptr<Team> team;
+  Status s = ready_team(handle, &team);
+  if (is_error(s)) return s;
+  *out = get(*team);
+  return COHORT_SUCCESS;
+}
+
+Status post_mpi_checked(MPI_Comm comm, const cohort_team_config_t *config, cohort_team_t *out,
+                        std::shared_ptr<Team> *team) {
+  if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
+  Status s = check_mpi_comm(comm);
+  if (is_error(s)) return s;
+  return Team::post_mpi(comm, false, config, team);
+}
+
+Status post_oob_checked(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                        cohort_team_t *out, std::shared_ptr<Team> *team) {
+  if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
+  Status s = validate_user_oob(oob);
+  if (is_error(s)) return s;
+  return Team::post_oob(oob, config, team);
+}
+
+// Blocking creation: the handle is returned only for a team every rank agreed is ready.
+Status finish_blocking(Status posted, const std::shared_ptr<Team> &team, cohort_team_t *out) {
+  if (is_error(posted)) return posted;
+  Status s = team->wait();
+  if (is_error(s)) return s;
+  *out = registry().add(team);
+  return COHORT_SUCCESS;
+}
+
+Status finish_post(Status posted, const std::shared_ptr<Team> &team, cohort_team_t *out) {
+  if (is_error(posted)) return posted;
+  *out = registry().add(team);
+  return COHORT_SUCCESS;
+}
+
+}  // namespace
+}  // namespace cohort
+
+using cohort::Status;
+using cohort::Team;
+
+extern "C" {
+
+cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
+                                       cohort_team_t *team) {
+  std::shared_ptr<Team> created;
+  Status posted = cohort::post_mpi_checked(comm, config, team, &created);
+  return cohort::finish_blocking(posted, created, team);
+}
+
+cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
+                                            cohort_team_t *team) {
+  std::shared_ptr<Team> created;
+  Status posted = cohort::post_mpi_checked(comm, config, team, &created);
+  return cohort::finish_post(posted, created, team);
+}
+
+cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                                       cohort_team_t *team) {
+  std::shared_ptr<Team> created;
+  Status posted = cohort::post_oob_checked(oob, config, team, &created);
+  return cohort::finish_blocking(posted, created, team);
+}
+
+cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
+                                            const cohort_team_config_t *config,
+                                            cohort_team_t *team) {
+  std::shared_ptr<Team> created;
+  Status posted = cohort::post_oob_checked(oob, config, team, &created);
+  return cohort::finish_post(posted, created, team);
+}
+
+cohort_status_t cohort_team_create_test(cohort_team_t handle) {
+  std::shared_ptr<Team> team;
+  Status s = cohort::lookup(handle, &team);
+  return cohort::is_error(s) ? s : team->progress();
+}
+
+cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
+                                  const cohort_team_config_t *config, cohort_team_t *child) {
+  if (child == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "child (output) is NULL");
+  std::shared_ptr<Team> team;
+  Status s = cohort::lookup(parent, &team);
+  if (cohort::is_error(s)) return s;
+  std::shared_ptr<Team> created;
+  s = team->split(color, key, config, &created);
+  if (cohort::is_error(s)) return s;
+  *child = created ? cohort::registry().add(std::move(created)) : nullptr;
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_team_destroy(cohort_team_t handle) {
+  if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "team is NULL");
+  std::shared_ptr<Team> team = cohort::registry().remove(handle);
+  if (!team) {
+    return cohort::failf(COHORT_ERR_INVALID_ARG,
+                         "team handle %p is not a live team (destroyed twice, or never created)",
+                         static_cast<void *>(handle));
+  }
+  return COHORT_SUCCESS;  // the last reference releases the team
+}
+
+cohort_status_t cohort_team_abort(cohort_team_t handle) {
+  std::shared_ptr<Team> team;
+  Status s = cohort::lookup(handle, &team);
+  if (cohort::is_error(s)) return s;
+  team->abort();
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_t *async_error) {
+  if (async_error == nullptr) {
+    return cohort::fail(COHORT_ERR_INVALID_ARG, "async_error (output) is NULL");
+  }
+  std::shared_ptr<Team> team;
+  Status s = cohort::lookup(handle, &team);
+  if (cohort::is_error(s)) return s;
+  *async_error = team->async_error();
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_team_size(cohort_team_t team, int *size) {
+  return cohort::query<int>(team, size, "size", [](const Team &t) { return t.size(); });
+}
+
+cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
+  return cohort::query<int>(team, rank, "rank", [](const Team &t) { return t.rank(); });
+}
+
+cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
+  return cohort::query<int>(team, device, "device",
+                            [](const Team &t) { return t.cuda_device(); });
+}
+
+cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
+  return cohort::query<int>(team, node_count, "node_count",
+                            [](const Team &t) { return t.layout().node_count; });
+}
+
+cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index) {
+  return cohort::query<int>(team, node_index, "node_index",
+                            [](const Team &t) { return t.layout().node_of_rank[t.rank()]; });
+}
+
+cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank) {
+  return cohort::query<int>(team, local_rank, "local_rank",
+                            [](const Team &t) { return t.layout().local_rank[t.rank()]; });
+}
+
+cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size) {
+  return cohort::query<int>(team, local_size, "local_size",
+                            [](const Team &t) { return t.layout().local_size[t.rank()]; });
+}
+
+cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id) {
+  return cohort::query<uint64_t>(team, host_id, "host_id",
+                                 [](const Team &t) { return t.peers()[t.rank()].host_id; });
+}
+
+cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_peer_info_t *info) {
+  if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
+  std::shared_ptr<Team> team;
+  Status s = cohort::ready_team(handle, &team);
+  if (cohort::is_error(s)) return s;
+  if (rank < 0 || rank >= team->size()) {
+    return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
+                         team->size());
+  }
+  *info = cohort::to_public_peer_info(team->peers()[rank], rank,
+                                      team->layout().node_of_rank[rank],
+                                      team->layout().local_rank[rank]);
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {
+  if (report == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "report (output) is NULL");
+  std::shared_ptr<Team> team;
+  Status s = cohort::ready_team(handle, &team);
+  if (cohort::is_error(s)) return s;
+  *report = team->report();
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, size_t len) {
+  if (buf == nullptr || len == 0) {
+    return cohort::fail(COHORT_ERR_INVALID_ARG, "buf is NULL or len is 0");
+  }
+  std::shared_ptr<Team> team;
+  Status s = cohort::ready_team(handle, &team);
+  if (cohort::is_error(s)) return s;
+  std::string text = cohort::format_init_report(team->report(), team->size());
+  std::strncpy(buf, text.c_str(), len - 1);
+  buf[len - 1] = '\0';
+  return COHORT_SUCCESS;
+}
+
+}  // extern "C"

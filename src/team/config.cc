@@ -1,0 +1,92 @@
+#include "team/config.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/params.h"
+
+namespace cohort {
+
+Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
+  InjectedFailure inject;
+  if (text.empty()) {
+    *out = inject;
+    return COHORT_SUCCESS;
+  }
+  size_t colon = text.find(':');
+  std::string phase = text.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  size_t colon2 = rest.find(':');
+  std::string rank = rest.substr(0, colon2);
+  std::string mode = colon2 == std::string::npos ? "" : rest.substr(colon2 + 1);
+  char *end = nullptr;
+  long r = strtol(rank.c_str(), &end, 10);
+  if (!phase_from_name(phase.c_str(), &inject.phase) || rank.empty() || *end != '\0' || r < 0 ||
+      (!mode.empty() && mode != "stall")) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] with PHASE one of "
+                 "check-in, peer-info, local-ranks, ready",
+                 text.c_str());
+  }
+  inject.active = true;
+  inject.rank = static_cast<int>(r);
+  inject.stall = mode == "stall";
+  *out = inject;
+  return COHORT_SUCCESS;
+}
+
+Status resolve_config(const cohort_team_config_t *config, TeamConfig *out) {
+  TeamConfig cfg;
+  Status s = param_double("INIT_TIMEOUT", &cfg.init_timeout_s);
+  if (is_error(s)) {
+    *out = cfg;  // default timeout: still lets this rank take part in check-in
+    return s;
+  }
+  *out = cfg;
+  if (s = params_validate_env(); is_error(s)) return s;
+  std::string inject;
+  param_string("INJECT_FAILURE", &inject);
+  if (s = parse_injected_failure(inject, &cfg.inject); is_error(s)) return s;
+  param_bool("ALLOW_SHARED_GPU", &cfg.allow_shared_gpu);
+  if (config != nullptr) {
+    if (config->magic != COHORT_TEAM_CONFIG_MAGIC) {
+      return failf(COHORT_ERR_INVALID_ARG,
+                   "config->magic is 0x%x, not COHORT_TEAM_CONFIG_MAGIC: initialise the config "
+                   "with cohort_team_config_init() or COHORT_TEAM_CONFIG_INITIALIZER",
+                   config->magic);
+    }
+    if (config->size < sizeof(cohort_team_config_t)) {
+      return failf(COHORT_ERR_INVALID_ARG, "config->size is %zu, expected %zu", config->size,
+                   sizeof(cohort_team_config_t));
+    }
+    if (std::isnan(config->init_timeout) || config->init_timeout == 0) {
+      return failf(COHORT_ERR_INVALID_ARG,
+                   "config->init_timeout=%g: give seconds > 0, or < 0 for COHORT_INIT_TIMEOUT",
+                   config->init_timeout);
+    }
+    if (config->init_timeout > 0) cfg.init_timeout_s = config->init_timeout;
+    if (config->cuda_device < COHORT_DEVICE_NONE) {
+      return failf(COHORT_ERR_INVALID_ARG,
+                   "config->cuda_device=%d: give an ordinal, COHORT_DEVICE_CURRENT or "
+                   "COHORT_DEVICE_NONE",
+                   config->cuda_device);
+    }
+    cfg.cuda_device = config->cuda_device;
+    if (config->allow_shared_gpu > 1) {
+      return failf(COHORT_ERR_INVALID_ARG, "config->allow_shared_gpu=%d: give 0, 1 or -1",
+                   config->allow_shared_gpu);
+    }
+    if (config->allow_shared_gpu >= 0) cfg.allow_shared_gpu = config->allow_shared_gpu == 1;
+    if (config->name != nullptr) cfg.name = config->name;
+  }
+  *out = cfg;
+  return COHORT_SUCCESS;
+}
+
+}  // namespace cohort
+
+extern "C" cohort_status_t cohort_team_config_init(cohort_team_config_t *config) {
+  if (config == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "config is NULL");
+  *config = COHORT_TEAM_CONFIG_INITIALIZER;
+  return COHORT_SUCCESS;
+}

@@ -1,0 +1,27 @@
+#include "team/phase.h"
+
+#include <cstring>
+
+namespace cohort {
+
+namespace {
+const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks", "ready"};
+static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kNumPhases, "every phase named");
+}  // namespace
+
+const char *phase_name(Phase phase) {
+  int i = static_cast<int>(phase);
+  return i >= 0 && i < kNumPhases ? kPhaseNames[i] : "?";
+}
+
+bool phase_from_name(const char *name, Phase *phase) {
+  for (int i = 0; i < kNumPhases; ++i) {
+    if (strcmp(name, kPhaseNames[i]) == 0) {
+      *phase = static_cast<Phase>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace cohort

@@ -1,0 +1,39 @@
+// Team-creation phases and the record every rank contributes to a phase's exchange: its
+// status for the phase, a detail message, then the phase's payload.
+#pragma once
+
+#include <cstdint>
+
+#include "cohort.h"
+
+namespace cohort {
+
+enum class Phase : int {
+  kCheckIn = 0,  // every rank of the communicator arrived; private communicator made
+  kPeerInfo,     // host, pid, GPU identity, NUMA of every rank
+  kLocalRanks,   // node index, local rank, duplicate-GPU check
+  kReady,        // final agreement; carries each rank's phase timings
+  kCount
+};
+
+constexpr int kNumPhases = static_cast<int>(Phase::kCount);
+// Phases shown in the init report (ready is the closing agreement, not a phase of work).
+constexpr int kNumReportPhases = static_cast<int>(Phase::kReady);
+static_assert(kNumReportPhases <= COHORT_MAX_PHASES, "report has room for every phase");
+
+const char *phase_name(Phase phase);
+// Phase from its name ("peer-info"); false if unknown.
+bool phase_from_name(const char *name, Phase *phase);
+
+constexpr uint32_t kRecordMagic = 0xc0407a11u;
+constexpr int kDetailBytes = 1024;
+
+struct PhaseHeader {
+  uint32_t magic;
+  int32_t phase;
+  int32_t status;  // cohort_status_t of this rank's work in the phase
+  int32_t reserved;
+  char detail[kDetailBytes];
+};
+
+}  // namespace cohort

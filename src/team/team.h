@@ -1,0 +1,121 @@
+// A team: the ranks of one MPI communicator (or generic OOB) that run collectives together.
+// Creation is a state machine of timed phases (see phase.h); each phase ends with an exchange
+// in which every rank reports its status, so all ranks leave creation with the same outcome.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "core/oob.h"
+#include "core/oob_mpi.h"
+#include "team/config.h"
+#include "team/node_layout.h"
+#include "team/peer.h"
+#include "team/phase.h"
+
+namespace cohort {
+
+class Team {
+ public:
+  // Post creation over `comm`; with owns_comm the team frees comm when destroyed.
+  static Status post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
+                         std::shared_ptr<Team> *out);
+  static Status post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                         std::shared_ptr<Team> *out);
+  ~Team();
+
+  // One nonblocking step of creation: COHORT_SUCCESS when ready, COHORT_IN_PROGRESS, or the
+  // error every rank agreed on (repeated, with its message, on every later call).
+  Status progress();
+  // Drives progress() to the end, yielding the core between polls.
+  Status wait();
+
+  Status split(int color, int key, const cohort_team_config_t *config,
+               std::shared_ptr<Team> *child);
+  void abort();
+  // COHORT_SUCCESS once ready; otherwise the reason the team cannot be used.
+  Status check_ready() const;
+  Status async_error() const;
+
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  int cuda_device() const { return peers_[rank_].cuda_device; }
+  const NodeLayout &layout() const { return layout_; }
+  const std::vector<PeerRecord> &peers() const { return peers_; }
+  const cohort_init_report_t &report() const { return report_; }
+  const TeamConfig &config() const { return config_; }
+
+ private:
+  enum class Stage { kArrive, kConfirm, kDup, kPeerInfo, kLocalRanks, kReady, kDone, kFailed,
+                     kAborted };
+
+  // An exchange in flight: this rank's header + payload sent, everyone's awaited.
+  struct Exchange {
+    std::unique_ptr<OobRequest> request;
+    Phase phase = Phase::kCheckIn;
+    const char *step = "";  // "arrive", "confirm", ... for messages
+    size_t record_len = 0;
+    int64_t deadline_ns = 0;
+  };
+
+  Team() = default;
+  void begin(Status config_status);
+  Status step();
+  Status step_arrive();
+  Status step_confirm();
+  Status step_dup();
+  Status step_peer_info();
+  Status step_local_ranks();
+  Status step_ready();
+
+  // Posts this rank's record for `phase`; `local` is its status (its detail from last_error).
+  Status post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
+                       const void *payload, size_t payload_len);
+  // SUCCESS when every rank reported success, IN_PROGRESS, or the agreed failure.
+  Status poll_exchange();
+  Status agreed_failure(const char *records);
+  Status timeout_failure();
+  const char *payload_of(int rank) const;
+  Status local_phase_status(Phase phase);
+  void end_phase(Phase phase);
+  Status finish_failed(Status status);
+  void release();
+  std::string describe(int rank) const;
+
+  mutable std::mutex mutex_;
+  Stage stage_ = Stage::kArrive;
+  Status status_ = COHORT_IN_PROGRESS;
+  std::string error_;  // message of the failure every rank agreed on
+  Status config_status_ = COHORT_SUCCESS;
+  std::string config_error_;
+  TeamConfig config_;
+  cohort_team_config_t public_config_ = COHORT_TEAM_CONFIG_INITIALIZER;
+  std::string public_name_;  // storage behind public_config_.name
+
+  // Where creation runs: the user's communicator (check-in), then the private duplicate.
+  MPI_Comm user_comm_ = MPI_COMM_NULL;
+  bool owns_user_comm_ = false;
+  std::unique_ptr<Oob> checkin_oob_;
+  std::unique_ptr<Oob> oob_;  // private duplicate (MPI) or the caller's OOB
+  MPI_Comm dup_comm_ = MPI_COMM_NULL;
+  MPI_Request dup_request_ = MPI_REQUEST_NULL;
+  int64_t dup_deadline_ns_ = 0;
+  Exchange exchange_;
+  int split_sequence_ = 0;
+
+  int size_ = 0;
+  int rank_ = 0;
+  std::vector<PeerRecord> peers_;
+  NodeLayout layout_;
+  int64_t phase_start_ns_ = 0;
+  int64_t create_start_ns_ = 0;
+  int64_t phase_ns_[kNumPhases] = {};
+  cohort_init_report_t report_{};
+};
+
+}  // namespace cohort

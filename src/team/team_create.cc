@@ -1,0 +1,390 @@
+// Team creation: check-in (arrive, confirm, private communicator) -> peer-info ->
+// local-ranks -> ready.  Each step posts this rank's record, then polls for everyone's.
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/oob_user.h"
+#include "team/rank_list.h"
+#include "team/report.h"
+#include "team/team.h"
+
+namespace cohort {
+namespace {
+
+// Private-communicator channels; check-in runs on the user's communicator at the top of the
+// tag range instead (channel 0 arrive, 1 confirm), away from application tags.
+constexpr int kArriveChannel = 0;
+constexpr int kConfirmChannel = 1;
+
+int channel_of(Phase phase) { return static_cast<int>(phase); }
+
+const char *missing_hint(Phase phase, const char *step) {
+  if (strcmp(step, "arrive") == 0) {
+    return "never arrived: did every rank of the communicator call team creation (or split)?";
+  }
+  if (strcmp(step, "confirm") == 0) {
+    return "arrived but did not confirm: they timed out waiting for a rank that came late";
+  }
+  (void)phase;
+  return "did not reach this phase: stuck or failed in the previous one, or exited";
+}
+
+}  // namespace
+
+Status Team::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
+                      std::shared_ptr<Team> *out) {
+  std::shared_ptr<Team> team(new Team());
+  team->user_comm_ = comm;
+  team->owns_user_comm_ = owns_comm;
+  team->checkin_oob_ = std::make_unique<MpiOob>(comm, mpi_tag_upper_bound(), true, false);
+  team->size_ = team->checkin_oob_->size();
+  team->rank_ = team->checkin_oob_->rank();
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  log_set_rank(world_rank);
+  team->begin(resolve_config(config, &team->config_));
+  *out = std::move(team);
+  return COHORT_SUCCESS;
+}
+
+Status Team::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                      std::shared_ptr<Team> *out) {
+  std::shared_ptr<Team> team(new Team());
+  team->oob_ = std::make_unique<UserOob>(*oob);
+  team->size_ = team->oob_->size();
+  team->rank_ = team->oob_->rank();
+  team->begin(resolve_config(config, &team->config_));
+  *out = std::move(team);
+  return COHORT_SUCCESS;
+}
+
+void Team::begin(Status config_status) {
+  config_status_ = config_status;
+  if (is_error(config_status)) config_error_ = last_error();
+  public_name_ = config_.name;
+  public_config_.init_timeout = config_.init_timeout_s;
+  public_config_.cuda_device = config_.cuda_device;
+  public_config_.allow_shared_gpu = config_.allow_shared_gpu ? 1 : 0;
+  public_config_.name = public_name_.c_str();
+  create_start_ns_ = phase_start_ns_ = now_ns();
+  COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
+                  config_.name.c_str(), rank_, size_, checkin_oob_ ? "mpi" : "user",
+                  config_.init_timeout_s);
+}
+
+Status Team::progress() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (;;) {
+    Stage before = stage_;
+    Status s = step();
+    if (s != COHORT_IN_PROGRESS || stage_ == before) return s;
+  }
+}
+
+Status Team::wait() {
+  Backoff backoff;
+  for (;;) {
+    Status s = progress();
+    if (s != COHORT_IN_PROGRESS) return s;
+    backoff.pause();
+  }
+}
+
+Status Team::step() {
+  switch (stage_) {
+    case Stage::kArrive: return step_arrive();
+    case Stage::kConfirm: return step_confirm();
+    case Stage::kDup: return step_dup();
+    case Stage::kPeerInfo: return step_peer_info();
+    case Stage::kLocalRanks: return step_local_ranks();
+    case Stage::kReady: return step_ready();
+    case Stage::kDone: return COHORT_SUCCESS;
+    case Stage::kFailed: return fail(status_, error_);
+    case Stage::kAborted: return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted");
+  }
+  return fail(COHORT_ERR_INTERNAL, "team in an unknown stage");
+}
+
+Status Team::step_arrive() {
+  Oob &oob = checkin_oob_ ? *checkin_oob_ : *oob_;
+  if (!exchange_.request) {
+    Status local = config_status_;
+    if (is_error(local)) {
+      fail(local, config_error_);
+    } else {
+      local = local_phase_status(Phase::kCheckIn);
+    }
+    return post_exchange(oob, Phase::kCheckIn, "arrive", kArriveChannel, local, nullptr, 0);
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  exchange_.request.reset();
+  if (!checkin_oob_) {  // a caller's OOB is already private to us: check-in is done
+    end_phase(Phase::kCheckIn);
+    stage_ = Stage::kPeerInfo;
+  } else {
+    stage_ = Stage::kConfirm;
+  }
+  return COHORT_IN_PROGRESS;
+}
+
+// Arrival alone is not enough before duplicating the communicator: a rank that came after
+// the others timed out would find their arrival messages and enter MPI_Comm_idup alone.
+// Confirming that everyone saw everyone first keeps the collective dup from ever hanging.
+Status Team::step_confirm() {
+  if (!exchange_.request) {
+    return post_exchange(*checkin_oob_, Phase::kCheckIn, "confirm", kConfirmChannel,
+                         COHORT_SUCCESS, nullptr, 0);
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  exchange_.request.reset();
+  int rc = MPI_Comm_idup(user_comm_, &dup_comm_, &dup_request_);
+  if (rc != MPI_SUCCESS) {
+    return finish_failed(failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s",
+                               mpi_error_string(rc).c_str()));
+  }
+  dup_deadline_ns_ = now_ns() + static_cast<int64_t>(config_.init_timeout_s * 1e9);
+  stage_ = Stage::kDup;
+  return COHORT_IN_PROGRESS;
+}
+
+Status Team::step_dup() {
+  int done = 0;
+  int rc = MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    return finish_failed(failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s",
+                               mpi_error_string(rc).c_str()));
+  }
+  if (!done) {
+    if (now_ns() < dup_deadline_ns_) return COHORT_IN_PROGRESS;
+    return finish_failed(failf(COHORT_ERR_TIMEOUT,
+                               "team creation timed out in phase check-in after %.2f s: "
+                               "MPI_Comm_idup of the communicator did not complete although "
+                               "every rank had confirmed",
+                               config_.init_timeout_s));
+  }
+  MPI_Comm_set_errhandler(dup_comm_, MPI_ERRORS_RETURN);
+  oob_ = std::make_unique<MpiOob>(dup_comm_, 0, false, true);
+  dup_comm_ = MPI_COMM_NULL;  // owned by oob_ now
+  checkin_oob_.reset();
+  if (owns_user_comm_) {
+    MPI_Comm_free(&user_comm_);
+    owns_user_comm_ = false;
+  }
+  user_comm_ = MPI_COMM_NULL;
+  end_phase(Phase::kCheckIn);
+  stage_ = Stage::kPeerInfo;
+  return COHORT_IN_PROGRESS;
+}
+
+Status Team::step_peer_info() {
+  if (!exchange_.request) {
+    PeerRecord local_peer;
+    std::memset(&local_peer, 0, sizeof(local_peer));
+    Status s = local_phase_status(Phase::kPeerInfo);
+    if (!is_error(s)) s = gather_local_peer(config_.cuda_device, &local_peer);
+    return post_exchange(*oob_, Phase::kPeerInfo, "peer-info", channel_of(Phase::kPeerInfo), s,
+                         &local_peer, sizeof(local_peer));
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  peers_.resize(size_);
+  for (int r = 0; r < size_; ++r) std::memcpy(&peers_[r], payload_of(r), sizeof(PeerRecord));
+  exchange_.request.reset();
+  end_phase(Phase::kPeerInfo);
+  stage_ = Stage::kLocalRanks;
+  return COHORT_IN_PROGRESS;
+}
+
+Status Team::step_local_ranks() {
+  if (!exchange_.request) {
+    std::vector<uint64_t> host_ids(size_);
+    for (int r = 0; r < size_; ++r) host_ids[r] = peers_[r].host_id;
+    layout_ = compute_node_layout(host_ids);
+    Status s = local_phase_status(Phase::kLocalRanks);
+    std::vector<std::vector<int>> shared = find_shared_gpus(peers_);
+    if (!is_error(s) && !shared.empty()) {
+      if (config_.allow_shared_gpu) {
+        COHORT_LOG_INFO(INIT, "%s: GPUs shared as allowed: %s", config_.name.c_str(),
+                        describe_shared_gpus(peers_, shared).c_str());
+      } else {
+        s = fail(COHORT_ERR_INVALID_USAGE, "duplicate GPU: " + describe_shared_gpus(peers_, shared));
+      }
+    }
+    return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks", channel_of(Phase::kLocalRanks),
+                         s, nullptr, 0);
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  exchange_.request.reset();
+  end_phase(Phase::kLocalRanks);
+  stage_ = Stage::kReady;
+  return COHORT_IN_PROGRESS;
+}
+
+Status Team::step_ready() {
+  if (!exchange_.request) {
+    Status s = local_phase_status(Phase::kReady);
+    return post_exchange(*oob_, Phase::kReady, "ready", channel_of(Phase::kReady), s, phase_ns_,
+                         sizeof(int64_t) * kNumReportPhases);
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  std::vector<std::vector<int64_t>> timings(size_, std::vector<int64_t>(kNumReportPhases));
+  for (int r = 0; r < size_; ++r) {
+    std::memcpy(timings[r].data(), payload_of(r), sizeof(int64_t) * kNumReportPhases);
+  }
+  exchange_.request.reset();
+  const char *names[kNumReportPhases];
+  for (int p = 0; p < kNumReportPhases; ++p) names[p] = phase_name(static_cast<Phase>(p));
+  report_ = build_init_report(timings, names, kNumReportPhases);
+  stage_ = Stage::kDone;
+  status_ = COHORT_SUCCESS;
+  COHORT_LOG_INFO(INIT, "%s: ready: rank %d of %d, node %d of %d, local rank %d of %d, GPU %s",
+                  config_.name.c_str(), rank_, size_, layout_.node_of_rank[rank_],
+                  layout_.node_count, layout_.local_rank[rank_], layout_.local_size[rank_],
+                  peers_[rank_].cuda_device < 0 ? "none" : peers_[rank_].bus_id);
+  if (rank_ == 0) {
+    COHORT_LOG_INFO(INIT, "%s: %s", config_.name.c_str(),
+                    format_init_report(report_, size_).c_str());
+  }
+  return COHORT_SUCCESS;
+}
+
+Status Team::post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
+                           const void *payload, size_t payload_len) {
+  std::vector<char> record(sizeof(PhaseHeader) + payload_len, 0);
+  PhaseHeader header;
+  std::memset(&header, 0, sizeof(header));
+  header.magic = kRecordMagic;
+  header.phase = static_cast<int32_t>(phase);
+  header.status = local;
+  if (is_error(local)) std::strncpy(header.detail, last_error().c_str(), kDetailBytes - 1);
+  std::memcpy(record.data(), &header, sizeof(header));
+  if (payload_len > 0) std::memcpy(record.data() + sizeof(header), payload, payload_len);
+  exchange_.phase = phase;
+  exchange_.step = step;
+  exchange_.record_len = record.size();
+  exchange_.deadline_ns = now_ns() + static_cast<int64_t>(config_.init_timeout_s * 1e9);
+  Status s = oob.allgather(record.data(), record.size(), channel, &exchange_.request);
+  if (is_error(s)) {
+    return finish_failed(failf(s, "team creation failed in phase %s (%s): %s", phase_name(phase),
+                               step, last_error().c_str()));
+  }
+  COHORT_LOG_TRACE(INIT, "%s: phase %s (%s) posted, local status %s", config_.name.c_str(),
+                   phase_name(phase), step, cohort_status_string(local));
+  return COHORT_IN_PROGRESS;
+}
+
+Status Team::poll_exchange() {
+  Status s = exchange_.request->test();
+  if (s == COHORT_IN_PROGRESS) {
+    return now_ns() < exchange_.deadline_ns ? COHORT_IN_PROGRESS : timeout_failure();
+  }
+  if (is_error(s)) {
+    return finish_failed(failf(s, "team creation failed in phase %s (%s): %s",
+                               phase_name(exchange_.phase), exchange_.step, last_error().c_str()));
+  }
+  const char *records = exchange_.request->result();
+  for (int r = 0; r < size_; ++r) {
+    PhaseHeader header;
+    std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
+    if (header.magic != kRecordMagic || header.phase != static_cast<int32_t>(exchange_.phase)) {
+      return finish_failed(failf(
+          COHORT_ERR_INVALID_USAGE,
+          "team creation failed in phase %s: rank %d sent a record for another phase or "
+          "program (magic 0x%x, phase %d): are ranks creating different teams on one "
+          "communicator at once?",
+          phase_name(exchange_.phase), r, header.magic, header.phase));
+    }
+  }
+  return agreed_failure(records);
+}
+
+// Every rank holds the same records, so every rank picks the same first failing rank.
+Status Team::agreed_failure(const char *records) {
+  for (int r = 0; r < size_; ++r) {
+    PhaseHeader header;
+    std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
+    if (header.status == COHORT_SUCCESS) continue;
+    header.detail[kDetailBytes - 1] = '\0';
+    return finish_failed(failf(static_cast<Status>(header.status),
+                               "team creation failed in phase %s: %s reported %s: %s",
+                               phase_name(exchange_.phase), describe(r).c_str(),
+                               cohort_status_string(static_cast<Status>(header.status)),
+                               header.detail));
+  }
+  return COHORT_SUCCESS;
+}
+
+Status Team::timeout_failure() {
+  bool known = false;
+  std::vector<int> absent = exchange_.request->absent(&known);
+  const char *phase = phase_name(exchange_.phase);
+  if (!known) {
+    return finish_failed(failf(
+        COHORT_ERR_TIMEOUT,
+        "team creation timed out in phase %s (%s) after %.2f s: the OOB allgather did not "
+        "complete, and a caller-supplied OOB cannot tell which ranks are missing (create the "
+        "team from an MPI communicator to have them named)",
+        phase, exchange_.step, config_.init_timeout_s));
+  }
+  std::string who;
+  constexpr size_t kDescribed = 8;
+  for (size_t i = 0; i < absent.size() && i < kDescribed; ++i) {
+    who += (i == 0 ? "" : "; ") + describe(absent[i]);
+  }
+  if (absent.size() > kDescribed) who += "; all missing: " + format_rank_list(absent);
+  return finish_failed(failf(COHORT_ERR_TIMEOUT,
+                             "team creation timed out in phase %s after %.2f s: %zu of %d ranks "
+                             "%s: %s",
+                             phase, config_.init_timeout_s, absent.size(), size_,
+                             missing_hint(exchange_.phase, exchange_.step), who.c_str()));
+}
+
+const char *Team::payload_of(int rank) const {
+  return exchange_.request->result() + rank * exchange_.record_len + sizeof(PhaseHeader);
+}
+
+Status Team::local_phase_status(Phase phase) {
+  const InjectedFailure &inject = config_.inject;
+  if (!inject.active || inject.phase != phase || inject.rank != rank_) return COHORT_SUCCESS;
+  if (inject.stall) {
+    double stall_s = config_.init_timeout_s * 1.2 + 0.3;
+    COHORT_LOG_WARN(INIT, "%s: injected stall of %.2f s in phase %s", config_.name.c_str(),
+                    stall_s, phase_name(phase));
+    usleep(static_cast<useconds_t>(stall_s * 1e6));
+    return COHORT_SUCCESS;
+  }
+  return failf(COHORT_ERR_SYSTEM, "injected failure (COHORT_INJECT_FAILURE=%s:%d)",
+               phase_name(phase), rank_);
+}
+
+void Team::end_phase(Phase phase) {
+  int64_t now = now_ns();
+  phase_ns_[static_cast<int>(phase)] = now - phase_start_ns_;
+  phase_start_ns_ = now;
+  COHORT_LOG_TRACE(INIT, "%s: phase %s done in %.3f ms", config_.name.c_str(), phase_name(phase),
+                   phase_ns_[static_cast<int>(phase)] / 1e6);
+}
+
+Status Team::finish_failed(Status status) {
+  error_ = last_error();
+  status_ = status;
+  stage_ = Stage::kFailed;
+  release();
+  COHORT_LOG_WARN(INIT, "%s: %s: %s", config_.name.c_str(), cohort_status_string(status),
+                  error_.c_str());
+  return fail(status, error_);
+}
+
+std::string Team::describe(int rank) const {
+  if (rank >= 0 && rank < static_cast<int>(peers_.size())) return describe_rank(peers_[rank], rank);
+  return "rank " + std::to_string(rank);
+}
+
+}  // namespace cohort
