@@ -32,6 +32,13 @@ class Oob {
   // could be in flight at once apart; one channel carries one exchange at a time.
   virtual Status allgather(const void *data, size_t len, int channel,
                            std::unique_ptr<OobRequest> *request) = 0;
+  // Best effort: sends `len` bytes to every other rank on `channel` without waiting, so
+  // peers still in an exchange learn at once that this rank gave up.  No-op if unsupported.
+  virtual void notify_all(const void * /*data*/, size_t /*len*/, int /*channel*/) {}
+  // Takes one notice of at most `len` bytes from `channel` if one arrived; *from = its rank.
+  virtual bool poll_notice(void * /*data*/, size_t /*len*/, int /*channel*/, int * /*from*/) {
+    return false;
+  }
 };
 
 }  // namespace cohort

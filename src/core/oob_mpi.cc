@@ -151,13 +151,42 @@ Status MpiOob::allgather(const void *data, size_t len, int channel,
   if (channel < 0 || channel > 0xffff) {
     return failf(COHORT_ERR_INTERNAL, "OOB channel %d out of range", channel);
   }
-  int tag = descending_tags_ ? tag_base_ - channel : tag_base_ + channel;
+  int tag = tag_of(channel);
   auto req = std::make_unique<MpiAllgatherRequest>(comm_, rank_, size_, len);
   Status s = req->post(data, tag);
   if (is_error(s)) return s;
   COHORT_LOG_TRACE(OOB, "allgather posted: %zu bytes, tag %d, %d ranks", len, tag, size_);
   *request = std::move(req);
   return COHORT_SUCCESS;
+}
+
+// The buffer is never freed: the sends may outlive this call and the communicator (freed
+// with them pending), and this runs once per failed team creation.
+void MpiOob::notify_all(const void *data, size_t len, int channel) {
+  if (!mpi_usable()) return;
+  char *copy = new char[len];
+  std::memcpy(copy, data, len);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    MPI_Request request;
+    if (MPI_Isend(copy, static_cast<int>(len), MPI_BYTE, peer, tag_of(channel), comm_, &request) ==
+        MPI_SUCCESS) {
+      MPI_Request_free(&request);
+    }
+  }
+}
+
+bool MpiOob::poll_notice(void *data, size_t len, int channel, int *from) {
+  int found = 0;
+  MPI_Status status;
+  if (MPI_Iprobe(MPI_ANY_SOURCE, tag_of(channel), comm_, &found, &status) != MPI_SUCCESS || !found) {
+    return false;
+  }
+  std::memset(data, 0, len);
+  MPI_Recv(data, static_cast<int>(len), MPI_BYTE, status.MPI_SOURCE, tag_of(channel), comm_,
+           MPI_STATUS_IGNORE);
+  *from = status.MPI_SOURCE;
+  return true;
 }
 
 }  // namespace cohort

@@ -24,8 +24,12 @@ class MpiOob final : public Oob {
   MPI_Comm comm() const { return comm_; }
   Status allgather(const void *data, size_t len, int channel,
                    std::unique_ptr<OobRequest> *request) override;
+  void notify_all(const void *data, size_t len, int channel) override;
+  bool poll_notice(void *data, size_t len, int channel, int *from) override;
 
  private:
+  int tag_of(int channel) const { return descending_tags_ ? tag_base_ - channel : tag_base_ + channel; }
+
   MPI_Comm comm_;
   int tag_base_;
   bool descending_tags_;

@@ -35,6 +35,24 @@ std::string read_boot_id() {
 
 }  // namespace
 
+// The host label as gather_local_peer() computes it (COHORT_HOST_ID, else hostname).
+std::string local_host_label() {
+  std::string label;
+  param_string("HOST_ID", &label);
+  if (!label.empty()) return label;
+  char hostname[256] = {};
+  gethostname(hostname, sizeof(hostname) - 1);
+  return hostname;
+}
+
+ArrivalRecord local_arrival() {
+  ArrivalRecord arrival;
+  std::memset(&arrival, 0, sizeof(arrival));
+  arrival.pid = static_cast<int32_t>(getpid());
+  copy_field(arrival.host_label, local_host_label());
+  return arrival;
+}
+
 uint64_t host_id_hash(const std::string &hostname, const std::string &boot_id,
                       const std::string &host_id_override) {
   if (!host_id_override.empty()) return fnv1a("override:" + host_id_override);
@@ -85,8 +103,8 @@ cohort_peer_info_t to_public_peer_info(const PeerRecord &peer, int rank, int nod
   return info;
 }
 
-std::string describe_rank(const PeerRecord &peer, int rank) {
-  return strprintf("rank %d (host %s, pid %d)", rank, peer.host_label, peer.pid);
+std::string describe_rank(const char *host_label, int pid, int rank) {
+  return strprintf("rank %d (host %.64s, pid %d)", rank, host_label, pid);
 }
 
 }  // namespace cohort

@@ -23,6 +23,14 @@ struct PeerRecord {
   char cuda_visible_devices[128];  // "<unset>" when the variable is not set
 };
 
+// Sent with check-in, so that a rank stuck before peer-info can be named by host and pid.
+struct ArrivalRecord {
+  int32_t pid;
+  char host_label[64];
+};
+
+ArrivalRecord local_arrival();
+
 // Host identity: a 64-bit hash of `host_id_override` when non-empty, else of hostname +
 // /proc/sys/kernel/random/boot_id (two containers with one hostname differ by boot id).
 uint64_t host_id_hash(const std::string &hostname, const std::string &boot_id,
@@ -35,6 +43,6 @@ cohort_peer_info_t to_public_peer_info(const PeerRecord &peer, int rank, int nod
                                        int local_rank);
 
 // "rank 3 (host node7, pid 4242)"
-std::string describe_rank(const PeerRecord &peer, int rank);
+std::string describe_rank(const char *host_label, int pid, int rank);
 
 }  // namespace cohort

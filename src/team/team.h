@@ -80,6 +80,9 @@ class Team {
   Status poll_exchange();
   Status agreed_failure(const char *records);
   Status timeout_failure();
+  bool private_oob_ready() const;
+  // Fails the exchange if a peer sent notice that it gave up (see timeout_failure()).
+  Status poll_notices();
   const char *payload_of(int rank) const;
   Status local_phase_status(Phase phase);
   void end_phase(Phase phase);
@@ -110,6 +113,7 @@ class Team {
 
   int size_ = 0;
   int rank_ = 0;
+  std::vector<ArrivalRecord> arrivals_;  // from check-in: names ranks before peer-info
   std::vector<PeerRecord> peers_;
   NodeLayout layout_;
   int64_t phase_start_ns_ = 0;

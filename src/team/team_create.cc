@@ -18,18 +18,29 @@ namespace {
 // tag range instead (channel 0 arrive, 1 confirm), away from application tags.
 constexpr int kArriveChannel = 0;
 constexpr int kConfirmChannel = 1;
+// Private-communicator channel for "I gave up" notices (never used on the user's comm, where
+// a notice could outlive the failed attempt and spoil the next one).
+constexpr int kNoticeChannel = 15;
 
 int channel_of(Phase phase) { return static_cast<int>(phase); }
 
-const char *missing_hint(Phase phase, const char *step) {
+// What the missing ranks did not do, and the likely reason, for a timed-out step.
+struct MissingText {
+  const char *what;
+  const char *why;
+};
+
+MissingText missing_text(const char *step) {
   if (strcmp(step, "arrive") == 0) {
-    return "never arrived: did every rank of the communicator call team creation (or split)?";
+    return {"never arrived",
+            "Did every rank of the communicator call team creation (or split)?"};
   }
   if (strcmp(step, "confirm") == 0) {
-    return "arrived but did not confirm: they timed out waiting for a rank that came late";
+    return {"arrived but did not confirm",
+            "They gave up waiting before a late rank arrived: raise COHORT_INIT_TIMEOUT."};
   }
-  (void)phase;
-  return "did not reach this phase: stuck or failed in the previous one, or exited";
+  return {"did not reach this phase",
+          "They are stuck or failed in the previous phase, or exited."};
 }
 
 }  // namespace
@@ -117,10 +128,14 @@ Status Team::step_arrive() {
     } else {
       local = local_phase_status(Phase::kCheckIn);
     }
-    return post_exchange(oob, Phase::kCheckIn, "arrive", kArriveChannel, local, nullptr, 0);
+    ArrivalRecord arrival = local_arrival();
+    return post_exchange(oob, Phase::kCheckIn, "arrive", kArriveChannel, local, &arrival,
+                         sizeof(arrival));
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
+  arrivals_.resize(size_);
+  for (int r = 0; r < size_; ++r) std::memcpy(&arrivals_[r], payload_of(r), sizeof(ArrivalRecord));
   exchange_.request.reset();
   if (!checkin_oob_) {  // a caller's OOB is already private to us: check-in is done
     end_phase(Phase::kCheckIn);
@@ -281,7 +296,9 @@ Status Team::post_exchange(Oob &oob, Phase phase, const char *step, int channel,
 }
 
 Status Team::poll_exchange() {
-  Status s = exchange_.request->test();
+  Status s = poll_notices();
+  if (is_error(s)) return s;
+  s = exchange_.request->test();
   if (s == COHORT_IN_PROGRESS) {
     return now_ns() < exchange_.deadline_ns ? COHORT_IN_PROGRESS : timeout_failure();
   }
@@ -290,6 +307,7 @@ Status Team::poll_exchange() {
                                phase_name(exchange_.phase), exchange_.step, last_error().c_str()));
   }
   const char *records = exchange_.request->result();
+  if (s = poll_notices(); is_error(s)) return s;  // a rank that gave up after sending its part
   for (int r = 0; r < size_; ++r) {
     PhaseHeader header;
     std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
@@ -335,15 +353,45 @@ Status Team::timeout_failure() {
   }
   std::string who;
   constexpr size_t kDescribed = 8;
+  // Tell the ranks still waiting in this exchange why it ends, rather than let each wait out
+  // its own timeout or, having received every part, go on alone.
+  auto notify = [&](Status status) {
+    if (!private_oob_ready()) return status;
+    PhaseHeader notice;
+    std::memset(&notice, 0, sizeof(notice));
+    notice.magic = kRecordMagic;
+    notice.phase = static_cast<int32_t>(exchange_.phase);
+    notice.status = status;
+    std::strncpy(notice.detail, last_error().c_str(), kDetailBytes - 1);
+    oob_->notify_all(&notice, sizeof(notice), kNoticeChannel);
+    return status;
+  };
   for (size_t i = 0; i < absent.size() && i < kDescribed; ++i) {
     who += (i == 0 ? "" : "; ") + describe(absent[i]);
   }
   if (absent.size() > kDescribed) who += "; all missing: " + format_rank_list(absent);
-  return finish_failed(failf(COHORT_ERR_TIMEOUT,
+  MissingText text = missing_text(exchange_.step);
+  return finish_failed(notify(failf(COHORT_ERR_TIMEOUT,
                              "team creation timed out in phase %s after %.2f s: %zu of %d ranks "
-                             "%s: %s",
-                             phase, config_.init_timeout_s, absent.size(), size_,
-                             missing_hint(exchange_.phase, exchange_.step), who.c_str()));
+                             "%s: %s. %s",
+                             phase, config_.init_timeout_s, absent.size(), size_, text.what,
+                             who.c_str(), text.why)));
+}
+
+bool Team::private_oob_ready() const {
+  return oob_ != nullptr && stage_ >= Stage::kPeerInfo && stage_ <= Stage::kReady;
+}
+
+Status Team::poll_notices() {
+  if (!private_oob_ready()) return COHORT_SUCCESS;
+  PhaseHeader notice;
+  int from = -1;
+  if (!oob_->poll_notice(&notice, sizeof(notice), kNoticeChannel, &from)) return COHORT_SUCCESS;
+  notice.detail[kDetailBytes - 1] = '\0';
+  Status status = is_error(static_cast<Status>(notice.status)) ? static_cast<Status>(notice.status)
+                                                               : COHORT_ERR_INTERNAL;
+  return finish_failed(failf(status, "team creation failed in phase %s: %s gave up: %s",
+                             phase_name(exchange_.phase), describe(from).c_str(), notice.detail));
 }
 
 const char *Team::payload_of(int rank) const {
@@ -383,7 +431,12 @@ Status Team::finish_failed(Status status) {
 }
 
 std::string Team::describe(int rank) const {
-  if (rank >= 0 && rank < static_cast<int>(peers_.size())) return describe_rank(peers_[rank], rank);
+  if (rank >= 0 && rank < static_cast<int>(peers_.size())) {
+    return describe_rank(peers_[rank].host_label, peers_[rank].pid, rank);
+  }
+  if (rank >= 0 && rank < static_cast<int>(arrivals_.size())) {
+    return describe_rank(arrivals_[rank].host_label, arrivals_[rank].pid, rank);
+  }
   return "rank " + std::to_string(rank);
 }
 

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Runs every team_test scenario under mpirun (oversubscribed: tests pass with 8 ranks on 2
+# cores) and prints one TAP line per run, for automake's tap-driver.sh.
+# Environment: MPIRUN (default: mpirun), TEAM_TEST (default: ./team_test),
+#              COHORT_TEST_FILTER (a grep -E pattern over the test names, to run a subset).
+MPIRUN=${MPIRUN:-mpirun}
+TEAM_TEST=${TEAM_TEST:-./team_test}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
+
+tests=""
+add() { tests="$tests
+$*"; }
+for np in 1 2 3 4 8; do
+  for s in create split nonblocking abort bad-input oob; do add "$np $s"; done
+  add "$np fake-nodes --per-node 2"
+done
+add "8 fake-nodes --interleave 3"
+add "6 fake-nodes --per-node 4"
+add "1 cycles --count 200"
+add "3 cycles --count 200"
+for np in 2 4 8; do add "$np cycles --count 1000"; done
+for np in 2 3 4 8; do
+  add "$np missing --skip 0 --timeout 2"
+  add "$np missing --skip $((np / 2)) --timeout 2"
+done
+for phase in check-in peer-info local-ranks ready; do
+  add "3 inject --phase $phase --rank 1 @COHORT_INJECT_FAILURE=$phase:1"
+done
+add "8 inject --phase peer-info --rank 5 @COHORT_INJECT_FAILURE=peer-info:5"
+add "2 inject --phase ready --rank 0 @COHORT_INJECT_FAILURE=ready:0"
+for phase in check-in peer-info local-ranks ready; do
+  add "4 stall --phase $phase --rank 2 --timeout 1.5 @COHORT_INJECT_FAILURE=$phase:2:stall"
+done
+add "2 before-init"
+add "2 gpu-duplicate"
+add "2 gpu-shared"
+
+if [ -n "$COHORT_TEST_FILTER" ]; then
+  tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_TEST_FILTER")
+fi
+count=$(printf '%s\n' "$tests" | grep -c .)
+echo "1..$count"
+n=0
+log=$(mktemp)
+printf '%s\n' "$tests" | grep . | while read -r np rest; do
+  n=$((n + 1))
+  env_arg=""
+  case "$rest" in
+    *@*) env_arg="-x ${rest##*@}"; rest="${rest%% @*}" ;;
+  esac
+  name="np=$np $rest${env_arg:+ ($env_arg)}"
+  # shellcheck disable=SC2086
+  timeout 240 "$MPIRUN" -np "$np" $env_arg "$TEAM_TEST" $rest >"$log" 2>&1 </dev/null
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "ok $n - $name"
+  elif [ $rc -eq 77 ]; then
+    echo "ok $n - $name # SKIP $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')"
+  else
+    echo "not ok $n - $name (exit $rc)"
+    tail -n 25 "$log" | sed 's/^/# /'
+  fi
+done
+rm -f "$log"

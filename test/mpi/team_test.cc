@@ -1,0 +1,646 @@
+// Multi-rank team tests.  usage: mpirun -np N team_test SCENARIO [options]
+// Every rank checks what it sees; the job exits 0 only if every check on every rank held,
+// 77 if the scenario cannot run on this machine (e.g. needs a GPU).
+#include <dirent.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "cohort.hpp"
+
+#if COHORT_TEST_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+int g_rank = 0, g_size = 1, g_failures = 0;
+
+void check_impl(bool ok, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void check_impl(bool ok, const char *file, int line, const char *fmt, ...) {
+  if (ok) return;
+  ++g_failures;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "[rank %d] CHECK FAILED %s:%d: %s\n", g_rank, file, line, msg);
+}
+#define CHECK(cond, ...) check_impl((cond), __FILE__, __LINE__, __VA_ARGS__)
+#define CHECK_STATUS(call, expected)                                                        \
+  do {                                                                                      \
+    cohort_status_t s_ = (call);                                                            \
+    CHECK(s_ == (expected), "%s returned %s, expected %s (%s)", #call,                      \
+          cohort_status_string(s_), cohort_status_string(expected), cohort_last_error());   \
+  } while (0)
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::map<std::string, std::string> g_opts;
+int opt_int(const char *name, int fallback) {
+  auto it = g_opts.find(name);
+  return it == g_opts.end() ? fallback : atoi(it->second.c_str());
+}
+double opt_double(const char *name, double fallback) {
+  auto it = g_opts.find(name);
+  return it == g_opts.end() ? fallback : atof(it->second.c_str());
+}
+std::string opt_str(const char *name, const char *fallback) {
+  auto it = g_opts.find(name);
+  return it == g_opts.end() ? fallback : it->second;
+}
+
+cohort_team_config_t config_with_timeout(double seconds) {
+  cohort_team_config_t cfg;
+  cohort_team_config_init(&cfg);
+  cfg.init_timeout = seconds;
+  return cfg;
+}
+
+// True on every rank iff `value` is the same string on every rank of comm.
+bool same_everywhere(const std::string &value, MPI_Comm comm = MPI_COMM_WORLD) {
+  unsigned long long h = 1469598103934665603ull;
+  for (unsigned char c : value) h = (h ^ c) * 1099511628211ull;
+  unsigned long long lo = h, hi = h;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+  return lo == hi;
+}
+
+int count_open_fds() {
+  int n = 0;
+  DIR *dir = opendir("/proc/self/fd");
+  while (dir != nullptr && readdir(dir) != nullptr) ++n;
+  if (dir != nullptr) closedir(dir);
+  return n;
+}
+
+long rss_kib() {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f != nullptr && fgets(line, sizeof(line), f) != nullptr) {
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  }
+  if (f != nullptr) fclose(f);
+  return kib;
+}
+
+// ----------------------------------------------------------------- scenarios
+
+void check_report(const cohort_init_report_t &report, int team_size) {
+  CHECK(report.num_phases == 3, "num_phases %d", report.num_phases);
+  const char *names[] = {"check-in", "peer-info", "local-ranks"};
+  for (int p = 0; p < report.num_phases && p < 3; ++p) {
+    const cohort_phase_stats_t &s = report.phases[p];
+    CHECK(strcmp(s.name, names[p]) == 0, "phase %d named %s", p, s.name);
+    CHECK(0 <= s.min_ns && s.min_ns <= s.median_ns && s.median_ns <= s.max_ns,
+          "phase %s: min %lld median %lld max %lld", s.name, (long long)s.min_ns,
+          (long long)s.median_ns, (long long)s.max_ns);
+    CHECK(s.slowest_rank >= 0 && s.slowest_rank < team_size, "slowest rank %d", s.slowest_rank);
+    CHECK(report.total.max_ns >= s.max_ns, "total max %lld < phase max %lld",
+          (long long)report.total.max_ns, (long long)s.max_ns);
+  }
+  CHECK(report.phases[0].min_ns > 0, "check-in took no time");
+}
+
+std::string report_text(const cohort_init_report_t &r) {
+  std::string out;
+  for (int p = 0; p < r.num_phases; ++p) {
+    out += std::to_string(r.phases[p].min_ns) + "/" + std::to_string(r.phases[p].median_ns) +
+           "/" + std::to_string(r.phases[p].max_ns) + "/" +
+           std::to_string(r.phases[p].slowest_rank) + ";";
+  }
+  return out;
+}
+
+void scenario_create() {
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &team), COHORT_SUCCESS);
+  if (team == nullptr) return;
+  int size = -1, rank = -1, nodes = -1, node = -1, local_rank = -1, local_size = -1, dev = -9;
+  uint64_t host = 0;
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_rank(team, &rank), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_node_count(team, &nodes), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_node_index(team, &node), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_local_rank(team, &local_rank), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_local_size(team, &local_size), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_cuda_device(team, &dev), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_host_id(team, &host), COHORT_SUCCESS);
+  CHECK(size == g_size && rank == g_rank, "size %d rank %d", size, rank);
+  CHECK(nodes == 1 && node == 0, "nodes %d node %d on one host", nodes, node);
+  CHECK(local_rank == g_rank && local_size == g_size, "local %d/%d", local_rank, local_size);
+  CHECK(same_everywhere(std::to_string(host)), "host ids differ on one host");
+  std::vector<int> pids(g_size);
+  int pid = getpid();
+  MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 0; r < g_size; ++r) {
+    cohort_peer_info_t info;
+    CHECK_STATUS(cohort_team_peer_info(team, r, &info), COHORT_SUCCESS);
+    CHECK(info.rank == r && info.pid == pids[r], "peer %d: rank %d pid %d, expected pid %d", r,
+          info.rank, info.pid, pids[r]);
+    CHECK(info.host_id == host && info.local_rank == r, "peer %d host/local rank", r);
+  }
+  cohort_init_report_t report;
+  CHECK_STATUS(cohort_team_init_report(team, &report), COHORT_SUCCESS);
+  check_report(report, g_size);
+  CHECK(same_everywhere(report_text(report)), "init report differs between ranks");
+  char text[4096];
+  CHECK_STATUS(cohort_team_init_report_format(team, text, sizeof(text)), COHORT_SUCCESS);
+  CHECK(contains(text, "peer-info") && contains(text, "total"), "report text: %s", text);
+  cohort_status_t async = COHORT_ERR_INTERNAL;
+  CHECK_STATUS(cohort_team_get_async_error(team, &async), COHORT_SUCCESS);
+  CHECK(async == COHORT_SUCCESS, "async error %s", cohort_status_string(async));
+
+  // A second team on the same communicator, alive at the same time, through the C++ layer.
+  cohort::Team second(MPI_COMM_WORLD);
+  CHECK(second.size() == g_size && second.rank() == g_rank, "second team size/rank");
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+void scenario_split() {
+  cohort::Team parent(MPI_COMM_WORLD);
+  // Two colors (by parity), keys reversing the parent order.
+  int color = g_rank % 2, key = g_size - g_rank;
+  cohort::Team child = parent.split(color, key);
+  std::vector<int> expected;
+  for (int r = g_size - 1; r >= 0; --r) {
+    if (r % 2 == color) expected.push_back(r);
+  }
+  int expected_rank = static_cast<int>(std::find(expected.begin(), expected.end(), g_rank) -
+                                       expected.begin());
+  CHECK(child.size() == static_cast<int>(expected.size()), "child size %d expected %zu",
+        child.size(), expected.size());
+  CHECK(child.rank() == expected_rank, "child rank %d expected %d", child.rank(), expected_rank);
+  std::vector<int> pids(g_size);
+  int pid = getpid();
+  MPI_Allgather(&pid, 1, MPI_INT, pids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int c = 0; c < child.size(); ++c) {
+    CHECK(child.peer(c).pid == pids[expected[c]], "child rank %d is not parent rank %d", c,
+          expected[c]);
+  }
+  check_report(child.init_report(), child.size());
+
+  // Equal keys keep parent order; rank 0 (and the last rank) take no part in a child.
+  bool out = g_rank == 0 || (g_size > 2 && g_rank == g_size - 1);
+  cohort::Team tied = parent.split(out ? COHORT_SPLIT_NOCOLOR : 7, 0);
+  CHECK(static_cast<bool>(tied) == !out, "NOCOLOR rank got a team, or a colored one none");
+  if (tied) {
+    int members = g_size - 1 - (g_size > 2 ? 1 : 0);
+    CHECK(tied.size() == members && tied.rank() == g_rank - 1, "tied child %d/%d", tied.rank(),
+          tied.size());
+    // Nested: split the child again into halves, keys descending by child rank.
+    int half = tied.rank() < (tied.size() + 1) / 2 ? 0 : 1;
+    cohort::Team nested = tied.split(half, -tied.rank());
+    std::vector<int> in_half;
+    for (int c = tied.size() - 1; c >= 0; --c) {
+      if ((c < (tied.size() + 1) / 2 ? 0 : 1) == half) in_half.push_back(c);
+    }
+    int want = static_cast<int>(std::find(in_half.begin(), in_half.end(), tied.rank()) -
+                                in_half.begin());
+    CHECK(nested.size() == static_cast<int>(in_half.size()) && nested.rank() == want,
+          "nested %d/%d expected %d/%zu", nested.rank(), nested.size(), want, in_half.size());
+    CHECK(nested.peer(nested.rank()).pid == pid, "nested peer info of self");
+  }
+  // A bad color on one rank fails the split on every rank, naming it.
+  int bad = g_size > 1 ? 1 : 0;
+  cohort_team_t none = nullptr;
+  cohort_status_t s = cohort_team_split(parent.get(), g_rank == bad ? -5 : 0, 0, nullptr, &none);
+  CHECK(s == COHORT_ERR_INVALID_ARG, "bad color split: %s", cohort_status_string(s));
+  std::string msg = cohort_last_error();
+  CHECK(contains(msg, "rank " + std::to_string(bad)) && contains(msg, "color=-5"),
+        "bad color message: %s", msg.c_str());
+  CHECK(none == nullptr, "failed split wrote the output");
+}
+
+void scenario_nonblocking() {
+  cohort_team_config_t cfg = config_with_timeout(30);
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  if (team == nullptr) return;
+  int size = -1;
+  cohort_status_t first = cohort_team_create_test(team);
+  if (first == COHORT_IN_PROGRESS) {
+    CHECK_STATUS(cohort_team_size(team, &size), COHORT_ERR_INVALID_USAGE);
+    cohort_status_t async = COHORT_SUCCESS;
+    CHECK_STATUS(cohort_team_get_async_error(team, &async), COHORT_SUCCESS);
+    CHECK(async == COHORT_IN_PROGRESS, "async during creation: %s", cohort_status_string(async));
+  }
+  cohort_status_t s = first;
+  int polls = 1;
+  while (s == COHORT_IN_PROGRESS) {
+    usleep(100);
+    s = cohort_team_create_test(team);
+    ++polls;
+  }
+  CHECK(s == COHORT_SUCCESS, "nonblocking create: %s %s", cohort_status_string(s),
+        cohort_last_error());
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_SUCCESS);
+  CHECK(size == g_size, "size %d", size);
+  CHECK_STATUS(cohort_team_create_test(team), COHORT_SUCCESS);  // idempotent once ready
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  if (g_rank == 0) printf("nonblocking create finished after %d polls on rank 0\n", polls);
+}
+
+void scenario_abort() {
+  // Abort mid-creation on every rank, then create again: nothing stale may get in the way.
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, nullptr, &team), COHORT_SUCCESS);
+  cohort_team_create_test(team);
+  CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+  int size = 0;
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_ERR_ABORTED);
+  CHECK_STATUS(cohort_team_create_test(team), COHORT_ERR_ABORTED);
+  cohort_status_t async = COHORT_SUCCESS;
+  CHECK_STATUS(cohort_team_get_async_error(team, &async), COHORT_SUCCESS);
+  CHECK(async == COHORT_ERR_ABORTED, "async after abort: %s", cohort_status_string(async));
+  CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);  // twice is fine
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "not a live team"), "%s", cohort_last_error());
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  // Abort a ready team: queries fail with ABORTED; a new team still works.
+  cohort_team_config_t cfg = config_with_timeout(20);
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_rank(team, &size), COHORT_ERR_ABORTED);
+  cohort_team_t child = nullptr;
+  CHECK_STATUS(cohort_team_split(team, 0, 0, nullptr, &child), COHORT_ERR_ABORTED);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_SUCCESS);
+  CHECK(size == g_size, "size after aborts %d", size);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+// Ranks in [skip] never call create; the others must fail within timeout + 1 s naming them.
+void scenario_missing() {
+  int skip = opt_int("skip", 0);
+  double timeout = opt_double("timeout", 2.0);
+  cohort_team_config_t cfg = config_with_timeout(timeout);
+  if (g_rank != skip) {
+    cohort_team_t team = nullptr;
+    double t0 = now_s();
+    cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+    double elapsed = now_s() - t0;
+    std::string msg = cohort_last_error();
+    CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(team == nullptr, "failed create wrote the output");
+    CHECK(elapsed <= timeout + 1.0, "failed after %.3f s, timeout %.3f s", elapsed, timeout);
+    CHECK(elapsed >= timeout * 0.99, "failed after %.3f s, before the timeout", elapsed);
+    CHECK(contains(msg, "rank " + std::to_string(skip)) && contains(msg, "check-in"),
+          "message does not name rank %d and the phase: %s", skip, msg.c_str());
+    std::string count = "1 of " + std::to_string(g_size) + " ranks";
+    CHECK(contains(msg, count), "message does not count the missing: %s", msg.c_str());
+    if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d saw after %.3f s: %s\n", g_rank, elapsed,
+                                              msg.c_str());
+  }
+  // MPI is still usable by everyone, and a team created by all ranks now works.
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  int one = 1, sum = 0;
+  MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, dup);
+  CHECK(sum == g_size, "allreduce after failure: %d", sum);
+  MPI_Comm_free(&dup);
+  cohort_team_t team = nullptr;
+  cfg.init_timeout = 30;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  if (team != nullptr) CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+// COHORT_INJECT_FAILURE=PHASE:RANK (set by the launcher): every rank returns the same error.
+void scenario_inject() {
+  std::string phase = opt_str("phase", "peer-info");
+  int bad = opt_int("rank", 0);
+  cohort_team_config_t cfg = config_with_timeout(20);
+  cohort_team_t team = nullptr;
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  std::string msg = cohort_last_error();
+  CHECK(s == COHORT_ERR_SYSTEM, "status %s: %s", cohort_status_string(s), msg.c_str());
+  CHECK(team == nullptr, "failed create wrote the output");
+  CHECK(contains(msg, "rank " + std::to_string(bad)) && contains(msg, "phase " + phase) &&
+            contains(msg, "injected failure"),
+        "message: %s", msg.c_str());
+  CHECK(same_everywhere(msg + cohort_status_string(s)), "ranks disagree: %s", msg.c_str());
+  if (g_rank == 0) printf("every rank: %s: %s\n", cohort_status_string(s), msg.c_str());
+}
+
+// COHORT_INJECT_FAILURE=PHASE:RANK:stall: that rank stalls past the timeout in a later phase.
+void scenario_stall() {
+  std::string phase = opt_str("phase", "peer-info");
+  int bad = opt_int("rank", 0);
+  double timeout = opt_double("timeout", 1.5);
+  cohort_team_config_t cfg = config_with_timeout(timeout);
+  cohort_team_t team = nullptr;
+  double t0 = now_s();
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  double elapsed = now_s() - t0;
+  std::string msg = cohort_last_error();
+  CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
+  if (g_rank != bad) {
+    CHECK(contains(msg, "phase " + phase) && contains(msg, "rank " + std::to_string(bad)),
+          "message: %s", msg.c_str());
+    if (phase != "check-in") {  // every rank's host and pid are known after arrival
+      CHECK(contains(msg, "host ") && contains(msg, "pid "), "no host/pid: %s", msg.c_str());
+    }
+    CHECK(elapsed <= timeout + 1.0, "others failed after %.3f s", elapsed);
+  } else {
+    CHECK(elapsed <= 1.2 * timeout + 0.3 + timeout + 1.0, "stalled rank failed after %.3f s",
+          elapsed);
+  }
+  if (g_rank == (bad == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Fake nodes: COHORT_HOST_ID from a per-rank pattern.  --per-node K: blocks of K ranks;
+// --interleave K: rank % K.
+void scenario_fake_nodes() {
+  int per_node = opt_int("per-node", 0), interleave = opt_int("interleave", 0);
+  auto node_of = [&](int r) { return per_node > 0 ? r / per_node : r % interleave; };
+  setenv("COHORT_HOST_ID", ("fake-node-" + std::to_string(node_of(g_rank))).c_str(), 1);
+  cohort::Team team(MPI_COMM_WORLD);
+  // Expected: nodes numbered by their lowest rank; local rank = order within the node.
+  std::map<int, int> first_seen;
+  std::vector<int> local(g_size), count_on(g_size, 0), node_index(g_size);
+  for (int r = 0; r < g_size; ++r) {
+    int n = node_of(r);
+    if (!first_seen.count(n)) first_seen[n] = static_cast<int>(first_seen.size());
+    node_index[r] = first_seen[n];
+    local[r] = count_on[node_index[r]]++;
+  }
+  int nodes = static_cast<int>(first_seen.size());
+  CHECK(team.node_count() == nodes, "node count %d expected %d", team.node_count(), nodes);
+  CHECK(team.node_index() == node_index[g_rank], "node index %d expected %d", team.node_index(),
+        node_index[g_rank]);
+  CHECK(team.local_rank() == local[g_rank], "local rank %d expected %d", team.local_rank(),
+        local[g_rank]);
+  CHECK(team.local_size() == count_on[node_index[g_rank]], "local size %d expected %d",
+        team.local_size(), count_on[node_index[g_rank]]);
+  for (int r = 0; r < g_size; ++r) {
+    cohort_peer_info_t p = team.peer(r);
+    CHECK(p.node_index == node_index[r] && p.local_rank == local[r], "peer %d node/local", r);
+    CHECK(std::string(p.hostname) == "fake-node-" + std::to_string(node_of(r)), "peer %d host %s",
+          r, p.hostname);
+  }
+  unsetenv("COHORT_HOST_ID");
+}
+
+void scenario_cycles() {
+  int cycles = opt_int("count", 1000);
+  cohort_team_config_t cfg = config_with_timeout(60);
+  auto cycle = [&] {
+    cohort_team_t team = nullptr;
+    cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+    if (s != COHORT_SUCCESS) {
+      CHECK(false, "create: %s %s", cohort_status_string(s), cohort_last_error());
+      return false;
+    }
+    return cohort_team_destroy(team) == COHORT_SUCCESS;
+  };
+  for (int i = 0; i < 20; ++i) cycle();  // warm up MPI's own lazily created resources
+  int fds_before = count_open_fds();
+  long rss_before = rss_kib();
+  double t0 = now_s();
+  for (int i = 0; i < cycles; ++i) {
+    if (!cycle()) break;
+  }
+  double elapsed = now_s() - t0;
+  int fds_after = count_open_fds();
+  long rss_after = rss_kib();
+  CHECK(fds_after == fds_before, "fds %d -> %d over %d cycles", fds_before, fds_after, cycles);
+  CHECK(rss_after - rss_before < 4096, "RSS grew %ld KiB over %d cycles",
+        rss_after - rss_before, cycles);
+  if (g_rank == 0) {
+    printf("%d create/destroy cycles in %.2f s: fds %d -> %d, RSS %ld -> %ld KiB\n", cycles,
+           elapsed, fds_before, fds_after, rss_before, rss_after);
+  }
+}
+
+void scenario_bad_input() {
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "team (output)"), "%s", cohort_last_error());
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_NULL, nullptr, &team), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "MPI_COMM_NULL"), "%s", cohort_last_error());
+  CHECK_STATUS(cohort_team_create_oob(nullptr, nullptr, &team), COHORT_ERR_INVALID_ARG);
+  cohort_oob_t oob{};
+  oob.size = 2;
+  CHECK_STATUS(cohort_team_create_oob(&oob, nullptr, &team), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "oob->allgather"), "%s", cohort_last_error());
+  CHECK_STATUS(cohort_team_size(nullptr, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_destroy(nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_abort(reinterpret_cast<cohort_team_t>(0x1234)), COHORT_ERR_INVALID_ARG);
+  CHECK(team == nullptr, "a failed call wrote the output");
+  CHECK_STATUS(cohort_team_config_init(nullptr), COHORT_ERR_INVALID_ARG);
+
+  // A bad config on one rank: every rank fails alike, naming that rank and the field.
+  int bad = g_size - 1;
+  cohort_team_config_t cfg = config_with_timeout(20);
+  if (g_rank == bad) cfg.magic = 0;
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  std::string msg = cohort_last_error();
+  CHECK(s == COHORT_ERR_INVALID_ARG, "bad magic: %s %s", cohort_status_string(s), msg.c_str());
+  CHECK(contains(msg, "rank " + std::to_string(bad)) && contains(msg, "config->magic"),
+        "bad magic message: %s", msg.c_str());
+  CHECK(same_everywhere(msg), "ranks disagree on bad config: %s", msg.c_str());
+
+  // A bad environment value on one rank: named likewise.
+  cfg = config_with_timeout(20);
+  if (g_rank == bad) setenv("COHORT_ALLOW_SHARED_GPU", "maybe", 1);
+  s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  msg = cohort_last_error();
+  unsetenv("COHORT_ALLOW_SHARED_GPU");
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(msg, "COHORT_ALLOW_SHARED_GPU='maybe'") &&
+            contains(msg, "rank " + std::to_string(bad)),
+        "bad env: %s %s", cohort_status_string(s), msg.c_str());
+
+  // Calls on a destroyed team, a second destroy, out-of-range peers, NULL outputs.
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  cohort_peer_info_t info;
+  CHECK_STATUS(cohort_team_peer_info(team, g_size, &info), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_peer_info(team, 0, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_init_report(team, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_split(team, 0, 0, nullptr, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  int size = 0;
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "not a live team"), "%s", cohort_last_error());
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_ERR_INVALID_ARG);
+  cohort_team_t child = nullptr;
+  CHECK_STATUS(cohort_team_split(team, 0, 0, nullptr, &child), COHORT_ERR_INVALID_ARG);
+}
+
+// A caller-supplied OOB: MPI_Iallgather on a duplicate communicator.
+cohort_status_t oob_allgather(const void *sbuf, void *rbuf, size_t len, void *info, void **req) {
+  auto *request = new MPI_Request;
+  MPI_Iallgather(sbuf, static_cast<int>(len), MPI_BYTE, rbuf, static_cast<int>(len), MPI_BYTE,
+                 *static_cast<MPI_Comm *>(info), request);
+  *req = request;
+  return COHORT_SUCCESS;
+}
+cohort_status_t oob_test(void *req) {
+  int done = 0;
+  MPI_Test(static_cast<MPI_Request *>(req), &done, MPI_STATUS_IGNORE);
+  return done ? COHORT_SUCCESS : COHORT_IN_PROGRESS;
+}
+cohort_status_t oob_free(void *req) {
+  delete static_cast<MPI_Request *>(req);
+  return COHORT_SUCCESS;
+}
+
+void scenario_oob() {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  cohort_oob_t oob{oob_allgather, oob_test, oob_free, &comm, static_cast<uint32_t>(g_size),
+                   static_cast<uint32_t>(g_rank)};
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_oob(&oob, nullptr, &team), COHORT_SUCCESS);
+  int size = 0, rank = -1;
+  CHECK_STATUS(cohort_team_size(team, &size), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_rank(team, &rank), COHORT_SUCCESS);
+  CHECK(size == g_size && rank == g_rank, "oob team %d/%d", rank, size);
+  cohort_team_t child = nullptr;
+  CHECK_STATUS(cohort_team_split(team, 0, 0, nullptr, &child), COHORT_ERR_NOT_SUPPORTED);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  MPI_Comm_free(&comm);
+}
+
+// Run before MPI_Init: creation must refuse with a named error.
+void scenario_before_init() {
+  cohort_team_t team = nullptr;
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &team);
+  CHECK(s == COHORT_ERR_INVALID_USAGE && contains(cohort_last_error(), "MPI_Init"),
+        "before MPI_Init: %s %s", cohort_status_string(s), cohort_last_error());
+}
+
+// GPU scenarios (skip without a GPU): two+ ranks on one GPU.
+bool have_gpu() {
+#if COHORT_TEST_HAVE_CUDA
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+#else
+  return false;
+#endif
+}
+
+void scenario_shared_gpu(bool allowed) {
+  setenv("COHORT_ALLOW_SHARED_GPU", allowed ? "1" : "0", 1);
+  cohort_team_config_t cfg = config_with_timeout(60);
+  cohort_team_t team = nullptr;
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  std::string msg = cohort_last_error();
+  if (!allowed) {
+    CHECK(s == COHORT_ERR_INVALID_USAGE, "status %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(contains(msg, "same GPU") && contains(msg, "ranks 0") &&
+              contains(msg, "CUDA_VISIBLE_DEVICES=") && contains(msg, "COHORT_ALLOW_SHARED_GPU=1"),
+          "message: %s", msg.c_str());
+    CHECK(same_everywhere(msg), "ranks disagree");
+    if (g_rank == 0) printf("duplicate GPU, every rank: %s: %s\n", cohort_status_string(s),
+                            msg.c_str());
+    return;
+  }
+  CHECK(s == COHORT_SUCCESS, "status %s: %s", cohort_status_string(s), msg.c_str());
+  if (team == nullptr) return;
+  cohort_peer_info_t self, first;
+  cohort_team_peer_info(team, g_rank, &self);
+  cohort_team_peer_info(team, 0, &first);
+  CHECK(self.bus_id[0] != '\0' && strcmp(self.bus_id, first.bus_id) == 0, "bus ids %s vs %s",
+        self.bus_id, first.bus_id);
+  CHECK(memcmp(self.uuid, first.uuid, 16) == 0, "UUIDs differ");
+  CHECK(same_everywhere(std::string(self.bus_id) + std::string((char *)self.uuid, 16)),
+        "bus id / UUID differ across ranks");
+  if (g_rank == 0) {
+    for (int r = 0; r < g_size; ++r) {
+      cohort_peer_info_t p;
+      cohort_team_peer_info(team, r, &p);
+      printf("shared GPU allowed: rank %d cuda %d bus %s uuid ", r, p.cuda_device, p.bus_id);
+      for (int i = 0; i < 16; ++i) printf("%02x", p.uuid[i]);
+      printf(" numa %d\n", p.numa_node);
+    }
+  }
+  cohort_team_destroy(team);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: team_test SCENARIO [--name value ...]\n");
+    return 2;
+  }
+  std::string scenario = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (strncmp(argv[i], "--", 2) == 0) g_opts[argv[i] + 2] = argv[i + 1];
+  }
+  if (scenario == "before-init") scenario_before_init();
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  const std::map<std::string, std::function<void()>> scenarios = {
+      {"before-init", [] {}},
+      {"create", scenario_create},
+      {"split", scenario_split},
+      {"nonblocking", scenario_nonblocking},
+      {"abort", scenario_abort},
+      {"missing", scenario_missing},
+      {"inject", scenario_inject},
+      {"stall", scenario_stall},
+      {"fake-nodes", scenario_fake_nodes},
+      {"cycles", scenario_cycles},
+      {"bad-input", scenario_bad_input},
+      {"oob", scenario_oob},
+      {"gpu-duplicate", [] { scenario_shared_gpu(false); }},
+      {"gpu-shared", [] { scenario_shared_gpu(true); }},
+  };
+  auto it = scenarios.find(scenario);
+  if (it == scenarios.end()) {
+    if (g_rank == 0) fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  int skip = scenario.rfind("gpu-", 0) == 0 && !have_gpu();
+  MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (skip) {
+    if (g_rank == 0) printf("SKIP: %s needs a CUDA GPU on every rank\n", scenario.c_str());
+    MPI_Finalize();
+    return 77;
+  }
+  try {
+    it->second();
+  } catch (const cohort::Error &e) {
+    CHECK(false, "exception: %s (%s)", e.what(), cohort_last_error());
+  }
+  int failures = g_failures;
+  MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    printf("%s on %d ranks: %s (%d failed checks)\n", scenario.c_str(), g_size,
+           failures == 0 ? "PASS" : "FAIL", failures);
+  }
+  MPI_Finalize();
+  return failures == 0 ? 0 : 1;
+}
