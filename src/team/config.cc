@@ -1,5 +1,7 @@
 #include "team/config.h"
 
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 
@@ -18,11 +20,13 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
   std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
   size_t colon2 = rest.find(':');
   std::string rank = rest.substr(0, colon2);
-  std::string mode = colon2 == std::string::npos ? "" : rest.substr(colon2 + 1);
+  bool has_mode = colon2 != std::string::npos;
+  std::string mode = has_mode ? rest.substr(colon2 + 1) : "";
   char *end = nullptr;
+  errno = 0;
   long r = strtol(rank.c_str(), &end, 10);
   if (!phase_from_name(phase.c_str(), &inject.phase) || rank.empty() || *end != '\0' || r < 0 ||
-      (!mode.empty() && mode != "stall")) {
+      errno == ERANGE || r > INT_MAX || (has_mode && mode != "stall")) {
     return failf(COHORT_ERR_INVALID_ARG,
                  "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] with PHASE one of "
                  "check-in, peer-info, local-ranks, ready",

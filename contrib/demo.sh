@@ -1,0 +1,19 @@
+#!/bin/sh
+# The main job: set up, build, and run Cohort's multi-rank job.  Today that is team creation
+# on 4 ranks: the team (hosts, nodes, local ranks, GPUs), its init report, and creation time.
+# Runs on the GPUs when there are some (one per local rank; sharing one GPU needs MPS and
+# COHORT_ALLOW_SHARED_GPU=1, which this script sets when ranks outnumber GPUs), else host-only.
+set -e
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/contrib/setup-debian.sh"
+"$top/contrib/build.sh" "$top/build"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
+np=${NP:-4}
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -gt 0 ] && [ "$gpus" -lt "$np" ]; then
+  echo "demo: $np ranks on $gpus GPU(s): sharing allowed (run under MPS for concurrent kernels)"
+  export COHORT_ALLOW_SHARED_GPU=1
+fi
+mpirun -np "$np" "$top/build/tools/cohort_perf" --team-create -n 50
