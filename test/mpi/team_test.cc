@@ -89,6 +89,32 @@ bool same_everywhere(const std::string &value, MPI_Comm comm = MPI_COMM_WORLD) {
   return lo == hi;
 }
 
+// Sets (or, with value NULL, unsets) an environment variable for a scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    const char *old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
 int count_open_fds() {
   int n = 0;
   DIR *dir = opendir("/proc/self/fd");
@@ -382,7 +408,8 @@ void scenario_stall() {
 void scenario_fake_nodes() {
   int per_node = opt_int("per-node", 0), interleave = opt_int("interleave", 0);
   auto node_of = [&](int r) { return per_node > 0 ? r / per_node : r % interleave; };
-  setenv("COHORT_HOST_ID", ("fake-node-" + std::to_string(node_of(g_rank))).c_str(), 1);
+  std::string host = "fake-node-" + std::to_string(node_of(g_rank));
+  ScopedEnv host_env("COHORT_HOST_ID", host.c_str());
   cohort::Team team(MPI_COMM_WORLD);
   // Expected: nodes numbered by their lowest rank; local rank = order within the node.
   std::map<int, int> first_seen;
@@ -407,7 +434,6 @@ void scenario_fake_nodes() {
     CHECK(std::string(p.hostname) == "fake-node-" + std::to_string(node_of(r)), "peer %d host %s",
           r, p.hostname);
   }
-  unsetenv("COHORT_HOST_ID");
 }
 
 void scenario_cycles() {
@@ -471,10 +497,12 @@ void scenario_bad_input() {
 
   // A bad environment value on one rank: named likewise.
   cfg = config_with_timeout(20);
-  if (g_rank == bad) setenv("COHORT_ALLOW_SHARED_GPU", "maybe", 1);
-  s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
-  msg = cohort_last_error();
-  unsetenv("COHORT_ALLOW_SHARED_GPU");
+  {
+    const char *value = getenv("COHORT_ALLOW_SHARED_GPU");
+    ScopedEnv bad_env("COHORT_ALLOW_SHARED_GPU", g_rank == bad ? "maybe" : value);
+    s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+    msg = cohort_last_error();
+  }
   CHECK(s == COHORT_ERR_INVALID_ARG && contains(msg, "COHORT_ALLOW_SHARED_GPU='maybe'") &&
             contains(msg, "rank " + std::to_string(bad)),
         "bad env: %s %s", cohort_status_string(s), msg.c_str());
@@ -549,7 +577,7 @@ bool have_gpu() {
 }
 
 void scenario_shared_gpu(bool allowed) {
-  setenv("COHORT_ALLOW_SHARED_GPU", allowed ? "1" : "0", 1);
+  ScopedEnv sharing("COHORT_ALLOW_SHARED_GPU", allowed ? "1" : "0");
   cohort_team_config_t cfg = config_with_timeout(60);
   cohort_team_t team = nullptr;
   cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);

@@ -1,0 +1,35 @@
+#!/bin/bash
+# GPU checks, run on a GPU machine that received this tree with a CUDA build folder and the
+# MPI runtime folder from ../shared/device/fetch-runtime.sh (see docs/architecture.md):
+#   contrib/gpu-check.sh BUILD_DIR RESULTS_DIR
+# Runs: cohort_info --device-check; the duplicate-GPU scenario (2 ranks, one GPU, sharing not
+# allowed: every rank must fail with the message); the shared-GPU scenario under MPS; the
+# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4 ranks.
+set -u
+build=${1:-build}
+results=${2:-/tmp/cohort-gpu}
+mkdir -p "$results"
+source .devrt/env.sh
+export LD_LIBRARY_PATH=$PWD/$build/src/.libs:$LD_LIBRARY_PATH
+team_test=$PWD/$build/test/mpi/.libs/team_test
+perf=$PWD/$build/tools/.libs/cohort_perf
+run() {  # name command...
+  echo "=== $1" | tee -a "$results/summary.txt"
+  shift
+  "$@" > "$results/$name.log" 2>&1
+  local rc=$?
+  tail -n 40 "$results/$name.log" >> "$results/summary.txt"
+  echo "=== exit $rc" | tee -a "$results/summary.txt"
+}
+nvidia-smi -L > "$results/summary.txt" 2>&1
+name=info; run "cohort_info --build --device-check" "$PWD/$build/tools/.libs/cohort_info" --build --device-check
+name=duplicate; run "duplicate GPU, 2 ranks, no MPS" mpirun -np 2 "$team_test" gpu-duplicate
+source .devrt/mps.sh start
+name=shared; run "shared GPU allowed, 2 ranks, MPS" mpirun -np 2 "$team_test" gpu-shared
+name=suite; run "multi-rank suite, sharing allowed" env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun \
+  TEAM_TEST="$team_test" bash test/mpi/run-team-tests.sh
+for np in 1 2 4; do
+  name=perf$np; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
+    mpirun -np $np "$perf" --team-create -n 50 --json "$results/perf$np.json"
+done
+source .devrt/mps.sh stop
