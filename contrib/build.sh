@@ -11,5 +11,5 @@ if [ ! -f Makefile ] || [ "$top/configure" -nt config.status ]; then
   "$top/configure" --prefix="$PWD/_install" "$@" >configure.out || { tail -30 configure.out; exit 1; }
   sed -n '/^configure: *$/,$p' configure.out
 fi
-make -j"$(nproc)" >make.out 2>&1 || { grep -E 'error|Error' make.out | head -30; exit 1; }
+make -j"$(nproc)" >make.out 2>&1 || { grep -E -B2 -A3 'error' make.out | head -60; tail -5 make.out; exit 1; }
 echo "build: $PWD ok"
