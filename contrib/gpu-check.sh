@@ -13,12 +13,13 @@ source .devrt/env.sh
 export LD_LIBRARY_PATH=$PWD/$build/src/.libs:$LD_LIBRARY_PATH
 team_test=$PWD/$build/test/mpi/.libs/team_test
 perf=$PWD/$build/tools/.libs/cohort_perf
-run() {  # name command...
+# Open MPI's PMIx prints a harmless plugin-load warning per process there; keep logs readable.
+quiet() { grep -v -e 'pmix_mca_base_component_repository_open' -e 'dlopen error' -e 'Perhaps a missing symbol'; }
+run() {  # title command...  (appends to $results/$name.log)
   echo "=== $1" | tee -a "$results/summary.txt"
   shift
-  "$@" > "$results/$name.log" 2>&1
-  local rc=$?
-  tail -n 40 "$results/$name.log" >> "$results/summary.txt"
+  "$@" 2>&1 | quiet >> "$results/$name.log"
+  local rc=${PIPESTATUS[0]}
   echo "=== exit $rc" | tee -a "$results/summary.txt"
 }
 nvidia-smi -L > "$results/summary.txt" 2>&1
@@ -29,7 +30,7 @@ name=shared; run "shared GPU allowed, 2 ranks, MPS" mpirun -np 2 "$team_test" gp
 name=suite; run "multi-rank suite, sharing allowed" env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun \
   TEAM_TEST="$team_test" bash test/mpi/run-team-tests.sh
 for np in 1 2 4; do
-  name=perf$np; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
+  name=perf; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
     mpirun -np $np "$perf" --team-create -n 50 --json "$results/perf$np.json"
 done
 source .devrt/mps.sh stop

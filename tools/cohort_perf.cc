@@ -20,6 +20,7 @@ struct Options {
   bool team_create = true;
   int iterations = 20;
   int warmup = 2;
+  bool host_only = false;
   std::string json;
 };
 
@@ -29,12 +30,14 @@ void usage(FILE *out) {
           "  --team-create  time team creation + destruction on MPI_COMM_WORLD (default)\n"
           "  -n ITERS       timed iterations (default 20)\n"
           "  -w WARMUP      untimed iterations first (default 2)\n"
+          "  --host-only    create host-only teams (bind no GPU)\n"
           "  --json FILE    also write the results as JSON (rank 0)\n");
 }
 
 bool parse(int argc, char **argv, Options *opt) {
   static const option options[] = {{"team-create", no_argument, nullptr, 't'},
                                    {"json", required_argument, nullptr, 'j'},
+                                   {"host-only", no_argument, nullptr, 'H'},
                                    {"help", no_argument, nullptr, 'h'},
                                    {nullptr, 0, nullptr, 0}};
   int c;
@@ -44,6 +47,7 @@ bool parse(int argc, char **argv, Options *opt) {
       case 'n': opt->iterations = atoi(optarg); break;
       case 'w': opt->warmup = atoi(optarg); break;
       case 'j': opt->json = optarg; break;
+      case 'H': opt->host_only = true; break;
       case 'h': usage(stdout); exit(0);
       default: return false;
     }
@@ -89,13 +93,27 @@ Stats stats_of(std::vector<double> v) {
 
 int run_team_create(const Options &opt, int rank, int size) {
   std::vector<double> create_ms, destroy_ms;
+  cohort_team_config_t config;
+  cohort_team_config_init(&config);
+  if (opt.host_only) config.cuda_device = COHORT_DEVICE_NONE;
+  std::vector<std::vector<double>> phase_ms;  // [phase][iteration]: slowest rank's time
+  std::vector<const char *> phase_names;
   for (int it = -opt.warmup; it < opt.iterations; ++it) {
     MPI_Barrier(MPI_COMM_WORLD);
     cohort_team_t team = nullptr;
     int64_t t0 = cohort::now_ns();
-    if (!check(cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &team), "team create")) return 1;
+    if (!check(cohort_team_create_mpi(MPI_COMM_WORLD, &config, &team), "team create")) return 1;
     int64_t t1 = cohort::now_ns();
     if (it == -opt.warmup) print_team(team, rank, size);
+    cohort_init_report_t report;
+    if (it >= 0 && check(cohort_team_init_report(team, &report), "init report")) {
+      phase_ms.resize(report.num_phases);
+      phase_names.resize(report.num_phases);
+      for (int p = 0; p < report.num_phases; ++p) {
+        phase_ms[p].push_back(report.phases[p].max_ns / 1e6);
+        phase_names[p] = report.phases[p].name;
+      }
+    }
     int64_t t2 = cohort::now_ns();
     if (!check(cohort_team_destroy(team), "team destroy")) return 1;
     int64_t t3 = cohort::now_ns();
@@ -115,6 +133,11 @@ int run_team_create(const Options &opt, int rank, int size) {
          c.max_ms);
   printf("  %-14s %6d %10.3f %10.3f %10.3f\n", "team-destroy", size, d.min_ms, d.median_ms,
          d.max_ms);
+  for (size_t p = 0; p < phase_ms.size(); ++p) {
+    Stats ps = stats_of(phase_ms[p]);
+    printf("  %-14s %6d %10.3f %10.3f %10.3f\n", phase_names[p], size, ps.min_ms, ps.median_ms,
+           ps.max_ms);
+  }
   printf("# team-create median over %d iterations (slowest rank each): %.3f ms\n",
          opt.iterations, c.median_ms);
   if (!opt.json.empty()) {

@@ -7,14 +7,15 @@
 namespace cohort {
 
 void Backoff::pause() {
-  constexpr unsigned kYieldPolls = 32;
-  constexpr long kMaxSleepNs = 200 * 1000;
-  ++polls_;
-  if (polls_ <= kYieldPolls) {
+  constexpr int64_t kYieldNs = 2 * 1000 * 1000;
+  constexpr long kMaxSleepNs = 100 * 1000;
+  int64_t now = now_ns();
+  if (start_ns_ == 0) start_ns_ = now;
+  if (now - start_ns_ < kYieldNs) {
     sched_yield();
     return;
   }
-  long sleep_ns = std::min(kMaxSleepNs, 1000L << std::min(polls_ - kYieldPolls, 8u));
+  long sleep_ns = std::min(kMaxSleepNs, 1000L << std::min(sleeps_++, 7u));
   timespec ts{0, sleep_ns};
   nanosleep(&ts, nullptr);
 }

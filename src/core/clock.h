@@ -12,15 +12,20 @@ inline int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// Polling loops call pause() between polls: a few yields, then sleeps growing to a cap, so
-// that 8 ranks oversubscribed on 2 cores still make progress.
+// Polling loops call pause() between polls.  For the first kYieldNs of a wait it yields
+// the core (other ranks on an oversubscribed node run; an idle node answers at once), then it
+// sleeps, 1 us doubling to a 100 us cap, so a long wait costs almost no CPU.  The limit is in
+// time, not polls: on an idle many-core node a yield returns at once, and a count of them
+// would reach the long sleeps within microseconds, adding a sleep to every message's latency.
 class Backoff {
  public:
   void pause();
-  void reset() { polls_ = 0; }
+  // Call when the awaited thing made progress: the next wait starts with yields again.
+  void reset() { start_ns_ = 0; sleeps_ = 0; }
 
  private:
-  unsigned polls_ = 0;
+  int64_t start_ns_ = 0;
+  unsigned sleeps_ = 0;
 };
 
 }  // namespace cohort

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include "cohort.h"
 #include "core/build_info.h"
@@ -48,6 +50,33 @@ Status cuda_fail(const char *call, cudaError_t err) {
 
 }  // namespace
 
+// A device's bus id and UUID never change while the process lives, and reading them
+// (cudaGetDeviceProperties) costs milliseconds under MPS: look each device up once.
+static Status identity_of(int device, GpuIdentity *out) {
+  static std::mutex mutex;
+  static std::map<int, GpuIdentity> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(device); it != known.end()) {
+    *out = it->second;
+    return COHORT_SUCCESS;
+  }
+  char bus_id[32] = {};
+  cudaError_t err = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device);
+  if (err != cudaSuccess) return cuda_fail("cudaDeviceGetPCIBusId", err);
+  for (char *c = bus_id; *c; ++c) *c = static_cast<char>(tolower(static_cast<unsigned char>(*c)));
+  cudaDeviceProp prop;
+  err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) return cuda_fail("cudaGetDeviceProperties", err);
+  GpuIdentity id;
+  id.device = device;
+  id.bus_id = bus_id;
+  for (int i = 0; i < 16; ++i) id.uuid[i] = static_cast<uint8_t>(prop.uuid.bytes[i]);
+  id.numa_node = pci_numa_node(id.bus_id);
+  known[device] = id;
+  *out = id;
+  return COHORT_SUCCESS;
+}
+
 Status query_gpu_identity(int requested, GpuIdentity *out) {
   GpuIdentity id;
   if (requested == COHORT_DEVICE_NONE) {
@@ -63,7 +92,7 @@ Status query_gpu_identity(int requested, GpuIdentity *out) {
       return COHORT_SUCCESS;
     }
     return failf(COHORT_ERR_INVALID_ARG,
-                 "config.cuda_device=%d but no CUDA device is visible (cudaGetDeviceCount: %s)",
+                 "config->cuda_device=%d but no CUDA device is visible (cudaGetDeviceCount: %s)",
                  requested, err == cudaSuccess ? "0 devices" : cudaGetErrorString(err));
   }
   int device = requested;
@@ -73,22 +102,10 @@ Status query_gpu_identity(int requested, GpuIdentity *out) {
   }
   if (device < 0 || device >= count) {
     return failf(COHORT_ERR_INVALID_ARG,
-                 "config.cuda_device=%d is not a valid ordinal: %d device(s) visible", device,
+                 "config->cuda_device=%d is not a valid ordinal: %d device(s) visible", device,
                  count);
   }
-  char bus_id[32] = {};
-  err = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device);
-  if (err != cudaSuccess) return cuda_fail("cudaDeviceGetPCIBusId", err);
-  for (char *c = bus_id; *c; ++c) *c = static_cast<char>(tolower(static_cast<unsigned char>(*c)));
-  cudaDeviceProp prop;
-  err = cudaGetDeviceProperties(&prop, device);
-  if (err != cudaSuccess) return cuda_fail("cudaGetDeviceProperties", err);
-  id.device = device;
-  id.bus_id = bus_id;
-  for (int i = 0; i < 16; ++i) id.uuid[i] = static_cast<uint8_t>(prop.uuid.bytes[i]);
-  id.numa_node = pci_numa_node(id.bus_id);
-  *out = id;
-  return COHORT_SUCCESS;
+  return identity_of(device, out);
 }
 
 std::string cuda_build_description() {
@@ -109,7 +126,7 @@ std::string cuda_build_description() {
 Status query_gpu_identity(int requested, GpuIdentity *out) {
   if (requested >= 0) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "config.cuda_device=%d but this Cohort was built without CUDA", requested);
+                 "config->cuda_device=%d but this Cohort was built without CUDA", requested);
   }
   *out = GpuIdentity{};
   return COHORT_SUCCESS;

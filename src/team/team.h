@@ -34,6 +34,11 @@ class Team {
   Status progress();
   // Drives progress() to the end, yielding the core between polls.
   Status wait();
+  // Stage changes so far (lets a waiter see progress without racing on the stage).
+  uint64_t transitions() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return transitions_;
+  }
 
   Status split(int color, int key, const cohort_team_config_t *config,
                std::shared_ptr<Team> *child);
@@ -92,6 +97,7 @@ class Team {
 
   mutable std::mutex mutex_;
   Stage stage_ = Stage::kArrive;
+  uint64_t transitions_ = 0;
   Status status_ = COHORT_IN_PROGRESS;
   std::string error_;  // message of the failure every rank agreed on
   Status config_status_ = COHORT_SUCCESS;

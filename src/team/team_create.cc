@@ -91,15 +91,20 @@ Status Team::progress() {
   for (;;) {
     Stage before = stage_;
     Status s = step();
+    if (stage_ != before) ++transitions_;
     if (s != COHORT_IN_PROGRESS || stage_ == before) return s;
   }
 }
 
 Status Team::wait() {
   Backoff backoff;
+  uint64_t seen = 0;
   for (;;) {
     Status s = progress();
     if (s != COHORT_IN_PROGRESS) return s;
+    uint64_t now_seen = transitions();
+    if (now_seen != seen) backoff.reset();  // a new step: its messages come soon
+    seen = now_seen;
     backoff.pause();
   }
 }

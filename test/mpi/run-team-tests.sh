@@ -48,11 +48,13 @@ printf '%s\n' "$tests" | grep . | while read -r np rest; do
   n=$((n + 1))
   env_arg=""
   case "$rest" in
-    *@*) env_arg="-x ${rest##*@}"; rest="${rest%% @*}" ;;
+    *@*) env_arg="${rest##*@}"; rest="${rest%% @*}" ;;
   esac
   name="np=$np $rest${env_arg:+ ($env_arg)}"
+  # The variable reaches the ranks through mpirun's environment (ranks are local), not -x,
+  # which Open MPI refuses next to mca_base_env_list (set by the MPS helper on GPU machines).
   # shellcheck disable=SC2086
-  timeout 240 "$MPIRUN" -np "$np" $env_arg "$TEAM_TEST" $rest >"$log" 2>&1 </dev/null
+  timeout 240 env $env_arg "$MPIRUN" -np "$np" "$TEAM_TEST" $rest >"$log" 2>&1 </dev/null
   rc=$?
   if [ $rc -eq 0 ]; then
     echo "ok $n - $name"
