@@ -1,6 +1,8 @@
 // Unit tests for team configuration and phases (src/team/config.*, src/team/phase.*).
 #include <gtest/gtest.h>
 
+#include "clean_env.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -23,30 +25,9 @@ bool contains(const std::string &haystack, const std::string &needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// Unsets every COHORT_* variable of the table for the test and restores it afterwards.
-class ConfigTest : public ::testing::Test {
+// The clean environment, plus config helpers.
+class ConfigTest : public CleanEnvTest {
  protected:
-  void SetUp() override {
-    for (const ParamSpec &spec : param_table()) {
-      std::string name = std::string("COHORT_") + spec.name;
-      const char *value = getenv(name.c_str());
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value)
-                                                 : std::nullopt);
-      unsetenv(name.c_str());
-    }
-    clear_last_error();
-  }
-  void TearDown() override {
-    for (const auto &[name, value] : saved_) {
-      if (value) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
-  }
-  static void set(const char *name, const char *value) { setenv(name, value, 1); }
-
   static cohort_team_config_t valid_config() {
     cohort_team_config_t config = COHORT_TEAM_CONFIG_INITIALIZER;
     return config;
@@ -75,9 +56,6 @@ class ConfigTest : public ::testing::Test {
     EXPECT_TRUE(std::isfinite(out.init_timeout_s) && out.init_timeout_s > 0)
         << out.init_timeout_s;
   }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 // ---------------------------------------------------------------- resolve_config

@@ -1,6 +1,8 @@
 // Unit tests for the parameter registry and its parsers (src/core/params.{h,cc}).
 #include <gtest/gtest.h>
 
+#include "clean_env.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -18,33 +20,7 @@ namespace {
 
 constexpr double kNoMin = -1e300;
 
-// Saves every COHORT_* variable of the table, unsets it for the test, restores it afterwards.
-class ParamsEnvTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (const ParamSpec &spec : param_table()) {
-      std::string name = std::string("COHORT_") + spec.name;
-      const char *value = getenv(name.c_str());
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value)
-                                                 : std::nullopt);
-      unsetenv(name.c_str());
-    }
-    clear_last_error();
-  }
-  void TearDown() override {
-    for (const auto &[name, value] : saved_) {
-      if (value) {
-        setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        unsetenv(name.c_str());
-      }
-    }
-  }
-  static void set(const char *name, const char *value) { setenv(name, value, 1); }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using ParamsEnvTest = CleanEnvTest;
 
 bool contains(const std::string &haystack, const std::string &needle) {
   return haystack.find(needle) != std::string::npos;
