@@ -436,6 +436,19 @@ void scenario_fake_nodes() {
   }
 }
 
+// Open MPI hands out the lowest free Fortran handle index to a new communicator or group: if
+// the indices of fresh objects grew over the cycles, some were never freed.
+int fresh_mpi_handle_index() {
+  MPI_Comm comm;
+  MPI_Group group;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_group(comm, &group);
+  int index = static_cast<int>(MPI_Comm_c2f(comm)) * 100000 + static_cast<int>(MPI_Group_c2f(group));
+  MPI_Group_free(&group);
+  MPI_Comm_free(&comm);
+  return index;
+}
+
 void scenario_cycles() {
   int cycles = opt_int("count", 1000);
   cohort_team_config_t cfg = config_with_timeout(60);
@@ -448,22 +461,35 @@ void scenario_cycles() {
     }
     return cohort_team_destroy(team) == COHORT_SUCCESS;
   };
+  // Every tenth cycle also splits, so child teams (groups, created communicators) are counted.
+  auto split_cycle = [&] {
+    cohort::Team parent(MPI_COMM_WORLD, &cfg);
+    cohort::Team child = parent.split(g_rank % 2, g_rank);
+    return static_cast<bool>(child);
+  };
   for (int i = 0; i < 20; ++i) cycle();  // warm up MPI's own lazily created resources
+  split_cycle();
   int fds_before = count_open_fds();
   long rss_before = rss_kib();
+  int handles_before = fresh_mpi_handle_index();
   double t0 = now_s();
   for (int i = 0; i < cycles; ++i) {
-    if (!cycle()) break;
+    if (!cycle() || (i % 10 == 0 && !split_cycle())) break;
   }
   double elapsed = now_s() - t0;
   int fds_after = count_open_fds();
   long rss_after = rss_kib();
+  int handles_after = fresh_mpi_handle_index();
   CHECK(fds_after == fds_before, "fds %d -> %d over %d cycles", fds_before, fds_after, cycles);
+  CHECK(handles_after == handles_before, "MPI handle index %d -> %d: communicators or groups leak",
+        handles_before, handles_after);
   CHECK(rss_after - rss_before < 4096, "RSS grew %ld KiB over %d cycles",
         rss_after - rss_before, cycles);
   if (g_rank == 0) {
-    printf("%d create/destroy cycles in %.2f s: fds %d -> %d, RSS %ld -> %ld KiB\n", cycles,
-           elapsed, fds_before, fds_after, rss_before, rss_after);
+    printf("%d create/destroy cycles (+%d splits) in %.2f s: fds %d -> %d, RSS %ld -> %ld KiB, "
+           "MPI handle index %d -> %d\n",
+           cycles, (cycles + 9) / 10, elapsed, fds_before, fds_after, rss_before, rss_after,
+           handles_before, handles_after);
   }
 }
 
