@@ -123,6 +123,9 @@ Status Team::split(int color, int key, const cohort_team_config_t *config,
     lock.unlock();
     backoff.pause();
     lock.lock();
+    if (stage_ == Stage::kAborted) {
+      return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted during split");
+    }
   }
   if (is_error(s)) return s;
   std::vector<SplitEntry> entries(size_);

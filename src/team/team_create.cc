@@ -269,8 +269,9 @@ Status Team::step_ready() {
                   layout_.node_count, layout_.local_rank[rank_], layout_.local_size[rank_],
                   peers_[rank_].cuda_device < 0 ? "none" : peers_[rank_].bus_id);
   if (rank_ == 0) {
-    COHORT_LOG_INFO(INIT, "%s: %s", config_.name.c_str(),
-                    format_init_report(report_, size_).c_str());
+    std::string text = format_init_report(report_, size_);
+    text.pop_back();  // the logger ends the line
+    COHORT_LOG_INFO(INIT, "%s: %s", config_.name.c_str(), text.c_str());
   }
   return COHORT_SUCCESS;
 }

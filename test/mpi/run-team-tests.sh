@@ -25,6 +25,8 @@ for np in 2 3 4 8; do
   add "$np missing --skip 0 --timeout 2"
   add "$np missing --skip $((np / 2)) --timeout 2"
 done
+add "3 split-missing --skip 0 --timeout 2"
+add "4 split-missing --skip 2 --timeout 2"
 for phase in check-in peer-info local-ranks ready; do
   add "3 inject --phase $phase --rank 1 @COHORT_INJECT_FAILURE=$phase:1"
 done

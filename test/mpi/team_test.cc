@@ -359,6 +359,28 @@ void scenario_missing() {
   if (team != nullptr) CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
 }
 
+// One rank never calls split: the others fail within the parent's timeout + 1 s, naming it.
+void scenario_split_missing() {
+  int skip = opt_int("skip", 0);
+  double timeout = opt_double("timeout", 2.0);
+  cohort_team_config_t cfg = config_with_timeout(timeout);
+  cohort::Team parent(MPI_COMM_WORLD, &cfg);
+  if (g_rank != skip) {
+    cohort_team_t child = nullptr;
+    double t0 = now_s();
+    cohort_status_t s = cohort_team_split(parent.get(), 0, g_rank, nullptr, &child);
+    double elapsed = now_s() - t0;
+    std::string msg = cohort_last_error();
+    CHECK(s == COHORT_ERR_TIMEOUT && child == nullptr, "split: %s %s", cohort_status_string(s),
+          msg.c_str());
+    CHECK(elapsed <= timeout + 1.0, "split failed after %.3f s", elapsed);
+    CHECK(contains(msg, "rank " + std::to_string(skip) + " (host ") && contains(msg, "split"),
+          "message: %s", msg.c_str());
+    if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // COHORT_INJECT_FAILURE=PHASE:RANK (set by the launcher): every rank returns the same error.
 void scenario_inject() {
   std::string phase = opt_str("phase", "peer-info");
@@ -663,6 +685,7 @@ int main(int argc, char **argv) {
       {"abort", scenario_abort},
       {"missing", scenario_missing},
       {"inject", scenario_inject},
+      {"split-missing", scenario_split_missing},
       {"stall", scenario_stall},
       {"fake-nodes", scenario_fake_nodes},
       {"cycles", scenario_cycles},
