@@ -27,17 +27,17 @@ extern "C" {
 
 typedef enum {
   COHORT_SUCCESS = 0,
-  COHORT_IN_PROGRESS = 1,         /* nonblocking operation not finished yet */
-  COHORT_ERR_INVALID_ARG = -1,    /* a bad argument; the message names it */
-  COHORT_ERR_INVALID_USAGE = -2,  /* misuse: wrong order, mismatched ranks, duplicate GPU */
-  COHORT_ERR_NOT_SUPPORTED = -3,  /* valid request this build or team cannot serve */
+  COHORT_IN_PROGRESS = 1,        /* nonblocking operation not finished yet */
+  COHORT_ERR_INVALID_ARG = -1,   /* a bad argument; the message names it */
+  COHORT_ERR_INVALID_USAGE = -2, /* misuse: wrong order, mismatched ranks, duplicate GPU */
+  COHORT_ERR_NOT_SUPPORTED = -3, /* valid request this build or team cannot serve */
   COHORT_ERR_NO_MEMORY = -4,
-  COHORT_ERR_SYSTEM = -5,    /* an OS call failed */
-  COHORT_ERR_MPI = -6,       /* an MPI call failed */
-  COHORT_ERR_CUDA = -7,      /* a CUDA call failed */
-  COHORT_ERR_TIMEOUT = -8,   /* peers did not arrive in time; the message names them */
-  COHORT_ERR_ABORTED = -9,   /* the team was aborted */
-  COHORT_ERR_INTERNAL = -10  /* a bug in Cohort: please report it */
+  COHORT_ERR_SYSTEM = -5,   /* an OS call failed */
+  COHORT_ERR_MPI = -6,      /* an MPI call failed */
+  COHORT_ERR_CUDA = -7,     /* a CUDA call failed */
+  COHORT_ERR_TIMEOUT = -8,  /* peers did not arrive in time; the message names them */
+  COHORT_ERR_ABORTED = -9,  /* the team was aborted */
+  COHORT_ERR_INTERNAL = -10 /* a bug in Cohort: please report it */
 } cohort_status_t;
 
 /* Static name of a status, e.g. "COHORT_ERR_TIMEOUT". */
@@ -78,16 +78,16 @@ typedef struct cohort_oob {
  * the fields you care about; a negative / NULL value means "take the COHORT_* environment
  * variable or its default" (see `cohort_info`). */
 typedef struct cohort_team_config {
-  size_t size;         /* sizeof(cohort_team_config_t), for ABI evolution */
-  unsigned int magic;  /* COHORT_TEAM_CONFIG_MAGIC */
-  double init_timeout; /* seconds a phase may wait for peers; < 0: COHORT_INIT_TIMEOUT */
-  int cuda_device;     /* ordinal, COHORT_DEVICE_CURRENT or COHORT_DEVICE_NONE */
+  size_t size;          /* sizeof(cohort_team_config_t), for ABI evolution */
+  unsigned int magic;   /* COHORT_TEAM_CONFIG_MAGIC */
+  double init_timeout;  /* seconds a phase may wait for peers; < 0: COHORT_INIT_TIMEOUT */
+  int cuda_device;      /* ordinal, COHORT_DEVICE_CURRENT or COHORT_DEVICE_NONE */
   int allow_shared_gpu; /* 1: several ranks may share a GPU (MPS); 0: no; < 0: env */
   const char *name;     /* label used in logs; NULL: "team" */
 } cohort_team_config_t;
 
 #define COHORT_TEAM_CONFIG_INITIALIZER \
-  {sizeof(cohort_team_config_t), COHORT_TEAM_CONFIG_MAGIC, -1.0, COHORT_DEVICE_CURRENT, -1, NULL}
+  { sizeof(cohort_team_config_t), COHORT_TEAM_CONFIG_MAGIC, -1.0, COHORT_DEVICE_CURRENT, -1, NULL }
 
 cohort_status_t cohort_team_config_init(cohort_team_config_t *config);
 
@@ -153,10 +153,10 @@ typedef struct cohort_peer_info {
   int pid;
   uint64_t host_id;
   char hostname[64];
-  int cuda_device;    /* ordinal in that process, -1: none */
-  char bus_id[32];    /* "0000:3b:00.0", "" without GPU */
-  uint8_t uuid[16];   /* GPU UUID, zero without GPU */
-  int numa_node;      /* -1: unknown */
+  int cuda_device;  /* ordinal in that process, -1: none */
+  char bus_id[32];  /* "0000:3b:00.0", "" without GPU */
+  uint8_t uuid[16]; /* GPU UUID, zero without GPU */
+  int numa_node;    /* -1: unknown */
 } cohort_peer_info_t;
 
 cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank, cohort_peer_info_t *info);

@@ -67,8 +67,8 @@ void print_team(cohort_team_t team, int rank, int size) {
   int nodes = 0;
   cohort_team_node_count(team, &nodes);
   printf("# team: %d ranks on %d node(s)\n", size, nodes);
-  printf("# %5s %-16s %5s %6s %8s %5s %-13s %-40s %5s\n", "rank", "host", "node", "local",
-         "pid", "cuda", "bus id", "gpu uuid", "numa");
+  printf("# %5s %-16s %5s %6s %8s %5s %-13s %-40s %5s\n", "rank", "host", "node", "local", "pid",
+         "cuda", "bus id", "gpu uuid", "numa");
   for (int r = 0; r < size; ++r) {
     cohort_peer_info_t p;
     if (!check(cohort_team_peer_info(team, r, &p), "peer_info")) return;
@@ -138,8 +138,8 @@ int run_team_create(const Options &opt, int rank, int size) {
     printf("  %-14s %6d %10.3f %10.3f %10.3f\n", phase_names[p], size, ps.min_ms, ps.median_ms,
            ps.max_ms);
   }
-  printf("# team-create median over %d iterations (slowest rank each): %.3f ms\n",
-         opt.iterations, c.median_ms);
+  printf("# team-create median over %d iterations (slowest rank each): %.3f ms\n", opt.iterations,
+         c.median_ms);
   if (!opt.json.empty()) {
     FILE *f = fopen(opt.json.c_str(), "w");
     if (f == nullptr) {
@@ -150,8 +150,7 @@ int run_team_create(const Options &opt, int rank, int size) {
             "{\"benchmark\": \"team-create\", \"ranks\": %d, \"iterations\": %d, "
             "\"create_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}, "
             "\"destroy_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}}\n",
-            size, opt.iterations, c.min_ms, c.median_ms, c.max_ms, d.min_ms, d.median_ms,
-            d.max_ms);
+            size, opt.iterations, c.min_ms, c.median_ms, c.max_ms, d.min_ms, d.median_ms, d.max_ms);
     fclose(f);
   }
   return 0;

@@ -23,8 +23,8 @@ std::string build_description() {
   out += strprintf("  MPI:        %s\n", mpi.c_str());
   out += strprintf("  UCX:        %s (built against %s)\n", ucp_get_version_string(),
                    COHORT_UCX_VERSION);
-  out += strprintf("  hwloc:      API %u.%u.%u (built against release %s)\n", hwloc >> 16, (hwloc >> 8) & 0xff,
-                   hwloc & 0xff, COHORT_HWLOC_VERSION);
+  out += strprintf("  hwloc:      API %u.%u.%u (built against release %s)\n", hwloc >> 16,
+                   (hwloc >> 8) & 0xff, hwloc & 0xff, COHORT_HWLOC_VERSION);
   std::string cuda = cuda_build_description();
   out += strprintf("  CUDA:       %s\n", cuda.empty() ? "not built" : cuda.c_str());
   return out;

@@ -21,7 +21,10 @@ class Backoff {
  public:
   void pause();
   // Call when the awaited thing made progress: the next wait starts with yields again.
-  void reset() { start_ns_ = 0; sleeps_ = 0; }
+  void reset() {
+    start_ns_ = 0;
+    sleeps_ = 0;
+  }
 
  private:
   int64_t start_ns_ = 0;

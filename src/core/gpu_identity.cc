@@ -113,11 +113,13 @@ std::string cuda_build_description() {
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   char out[256];
-  snprintf(out, sizeof(out), "CUDA runtime %d.%d, driver %s, built for %s", runtime / 1000,
-           (runtime % 1000) / 10,
-           driver == 0 ? "absent" : (std::to_string(driver / 1000) + "." +
-                                     std::to_string((driver % 1000) / 10)).c_str(),
-           COHORT_CUDA_ARCH);
+  snprintf(
+      out, sizeof(out), "CUDA runtime %d.%d, driver %s, built for %s", runtime / 1000,
+      (runtime % 1000) / 10,
+      driver == 0
+          ? "absent"
+          : (std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)).c_str(),
+      COHORT_CUDA_ARCH);
   return out;
 }
 

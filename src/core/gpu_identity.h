@@ -10,10 +10,10 @@
 namespace cohort {
 
 struct GpuIdentity {
-  int device = -1;      // CUDA ordinal in this process; -1: no GPU
-  std::string bus_id;   // "0000:3b:00.0" (lower case, as sysfs), "" without GPU
+  int device = -1;     // CUDA ordinal in this process; -1: no GPU
+  std::string bus_id;  // "0000:3b:00.0" (lower case, as sysfs), "" without GPU
   uint8_t uuid[16] = {};
-  int numa_node = -1;   // from sysfs for the GPU's PCI device
+  int numa_node = -1;  // from sysfs for the GPU's PCI device
 };
 
 // requested: an ordinal, COHORT_DEVICE_CURRENT (the thread's current device, or no GPU when

@@ -36,11 +36,11 @@ void log_reload();
 
 }  // namespace cohort
 
-#define COHORT_LOG_AT(level, subsys, ...)                                  \
-  do {                                                                     \
-    if (cohort::log_enabled(level, cohort::kLog##subsys)) {                \
-      cohort::log_write(level, cohort::kLog##subsys, __VA_ARGS__);         \
-    }                                                                      \
+#define COHORT_LOG_AT(level, subsys, ...)                          \
+  do {                                                             \
+    if (cohort::log_enabled(level, cohort::kLog##subsys)) {        \
+      cohort::log_write(level, cohort::kLog##subsys, __VA_ARGS__); \
+    }                                                              \
   } while (0)
 #define COHORT_LOG_WARN(subsys, ...) COHORT_LOG_AT(cohort::LogLevel::kWarn, subsys, __VA_ARGS__)
 #define COHORT_LOG_INFO(subsys, ...) COHORT_LOG_AT(cohort::LogLevel::kInfo, subsys, __VA_ARGS__)

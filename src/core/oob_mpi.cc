@@ -31,14 +31,16 @@ class MpiAllgatherRequest final : public OobRequest {
       if (peer == rank_) continue;
       int rc = MPI_Irecv(recv_ + peer * len_, static_cast<int>(len_), MPI_BYTE, peer, tag, comm_,
                          &recvs_[peer]);
-      if (rc != MPI_SUCCESS) return failf(COHORT_ERR_MPI, "MPI_Irecv from rank %d: %s", peer,
-                                          mpi_error_string(rc).c_str());
+      if (rc != MPI_SUCCESS)
+        return failf(COHORT_ERR_MPI, "MPI_Irecv from rank %d: %s", peer,
+                     mpi_error_string(rc).c_str());
     }
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
       int rc = MPI_Isend(send_, static_cast<int>(len_), MPI_BYTE, peer, tag, comm_, &sends_[peer]);
-      if (rc != MPI_SUCCESS) return failf(COHORT_ERR_MPI, "MPI_Isend to rank %d: %s", peer,
-                                          mpi_error_string(rc).c_str());
+      if (rc != MPI_SUCCESS)
+        return failf(COHORT_ERR_MPI, "MPI_Isend to rank %d: %s", peer,
+                     mpi_error_string(rc).c_str());
     }
     return COHORT_SUCCESS;
   }
@@ -179,7 +181,8 @@ void MpiOob::notify_all(const void *data, size_t len, int channel) {
 bool MpiOob::poll_notice(void *data, size_t len, int channel, int *from) {
   int found = 0;
   MPI_Status status;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, tag_of(channel), comm_, &found, &status) != MPI_SUCCESS || !found) {
+  if (MPI_Iprobe(MPI_ANY_SOURCE, tag_of(channel), comm_, &found, &status) != MPI_SUCCESS ||
+      !found) {
     return false;
   }
   std::memset(data, 0, len);

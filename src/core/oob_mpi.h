@@ -28,7 +28,9 @@ class MpiOob final : public Oob {
   bool poll_notice(void *data, size_t len, int channel, int *from) override;
 
  private:
-  int tag_of(int channel) const { return descending_tags_ ? tag_base_ - channel : tag_base_ + channel; }
+  int tag_of(int channel) const {
+    return descending_tags_ ? tag_base_ - channel : tag_base_ + channel;
+  }
 
   MPI_Comm comm_;
   int tag_base_;

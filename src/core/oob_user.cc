@@ -24,8 +24,8 @@ class UserAllgatherRequest final : public OobRequest {
     Status s = oob_.allgather(send_, recv_, len, oob_.coll_info, &request_);
     if (s != COHORT_SUCCESS) {
       request_ = nullptr;
-      return failf(is_error(s) ? s : COHORT_ERR_INVALID_USAGE,
-                   "OOB allgather returned %s", cohort_status_string(s));
+      return failf(is_error(s) ? s : COHORT_ERR_INVALID_USAGE, "OOB allgather returned %s",
+                   cohort_status_string(s));
     }
     return COHORT_SUCCESS;
   }

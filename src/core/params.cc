@@ -14,8 +14,8 @@ constexpr double kNoMin = -1e300;
 const std::vector<ParamSpec> kParams = {
     {"DEBUG", ParamType::kEnum, "WARN", "", "NONE,WARN,INFO,TRACE", kNoMin,
      "log level; INFO prints the init report on rank 0"},
-    {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL",
-     kNoMin, "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
+    {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL", kNoMin,
+     "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
     {"DEBUG_FILE", ParamType::kString, "", "", "", kNoMin,
      "log to this file instead of stderr; %h expands to the host, %p to the pid"},
     {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", 0.001,
@@ -123,8 +123,7 @@ Status parse_int(std::string_view what, std::string_view text, double min_value,
   return COHORT_SUCCESS;
 }
 
-Status parse_double(std::string_view what, std::string_view text, double min_value,
-                    double *out) {
+Status parse_double(std::string_view what, std::string_view text, double min_value, double *out) {
   std::string t(text);
   char *end = nullptr;
   errno = 0;
@@ -146,9 +145,9 @@ Status parse_enum(std::string_view what, std::string_view text, std::string_view
       return COHORT_SUCCESS;
     }
   }
-  return bad(what, text, strprintf("expected one of %.*s", static_cast<int>(choices.size()),
-                                   choices.data())
-                             .c_str());
+  return bad(
+      what, text,
+      strprintf("expected one of %.*s", static_cast<int>(choices.size()), choices.data()).c_str());
 }
 
 Status parse_list(std::string_view what, std::string_view text, std::string_view choices,
@@ -166,10 +165,10 @@ Status parse_list(std::string_view what, std::string_view text, std::string_view
     int index = -1;
     Status s = parse_enum(what, item, choices, &index);
     if (is_error(s)) {
-      return bad(what, text, strprintf("'%.*s' is not one of %.*s", static_cast<int>(item.size()),
-                                       item.data(), static_cast<int>(choices.size()),
-                                       choices.data())
-                                 .c_str());
+      return bad(what, text,
+                 strprintf("'%.*s' is not one of %.*s", static_cast<int>(item.size()), item.data(),
+                           static_cast<int>(choices.size()), choices.data())
+                     .c_str());
     }
     mask |= 1ull << index;
   }

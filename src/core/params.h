@@ -14,7 +14,7 @@ namespace cohort {
 enum class ParamType { kBool, kInt, kDouble, kString, kEnum, kList };
 
 struct ParamSpec {
-  const char *name;           // without the COHORT_ prefix, e.g. "INIT_TIMEOUT"
+  const char *name;  // without the COHORT_ prefix, e.g. "INIT_TIMEOUT"
   ParamType type;
   const char *default_value;  // as text, parsed like an env value
   const char *unit;           // "s", "" ...
@@ -33,11 +33,9 @@ std::string param_text(const ParamSpec &spec, bool *from_env = nullptr);
 // Parsers over text (pure, unit-tested).  `what` names the source in error messages.
 Status parse_bool(std::string_view what, std::string_view text, bool *out);
 Status parse_int(std::string_view what, std::string_view text, double min_value, int64_t *out);
-Status parse_double(std::string_view what, std::string_view text, double min_value,
-                    double *out);
+Status parse_double(std::string_view what, std::string_view text, double min_value, double *out);
 // Index of `text` (case-insensitive) among `choices`.
-Status parse_enum(std::string_view what, std::string_view text, std::string_view choices,
-                  int *out);
+Status parse_enum(std::string_view what, std::string_view text, std::string_view choices, int *out);
 // Bit i set for each listed choice i; "ALL" sets all; a leading '^' inverts the selection.
 Status parse_list(std::string_view what, std::string_view text, std::string_view choices,
                   uint64_t *out);

@@ -219,8 +219,7 @@ cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
 }
 
 cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
-  return cohort::query<int>(team, device, "device",
-                            [](const Team &t) { return t.cuda_device(); });
+  return cohort::query<int>(team, device, "device", [](const Team &t) { return t.cuda_device(); });
 }
 
 cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
@@ -257,8 +256,7 @@ cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_pee
     return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
                          team->size());
   }
-  *info = cohort::to_public_peer_info(team->peers()[rank], rank,
-                                      team->layout().node_of_rank[rank],
+  *info = cohort::to_public_peer_info(team->peers()[rank], rank, team->layout().node_of_rank[rank],
                                       team->layout().local_rank[rank]);
   return COHORT_SUCCESS;
 }

@@ -44,8 +44,7 @@ std::vector<std::vector<int>> find_shared_gpus(const std::vector<PeerRecord> &pe
 }
 
 std::string describe_shared_gpus(const std::vector<PeerRecord> &peers,
-                                 const std::vector<std::vector<int>> &groups,
-                                 size_t max_groups) {
+                                 const std::vector<std::vector<int>> &groups, size_t max_groups) {
   std::string out;
   for (size_t g = 0; g < groups.size() && g < max_groups; ++g) {
     const std::vector<int> &ranks = groups[g];
@@ -55,8 +54,7 @@ std::string describe_shared_gpus(const std::vector<PeerRecord> &peers,
       who += (i == 0 ? "" : (i + 1 == ranks.size() ? " and " : ", ")) + std::to_string(ranks[i]);
     }
     out += strprintf("%sranks %s on host %s use the same GPU %s (%s):", g == 0 ? "" : "; ",
-                     who.c_str(), first.host_label, first.bus_id,
-                     format_uuid(first.uuid).c_str());
+                     who.c_str(), first.host_label, first.bus_id, format_uuid(first.uuid).c_str());
     for (int r : ranks) {
       out += strprintf(" rank %d: CUDA device %d, CUDA_VISIBLE_DEVICES=%s;", r,
                        peers[r].cuda_device, peers[r].cuda_visible_devices);
@@ -65,9 +63,10 @@ std::string describe_shared_gpus(const std::vector<PeerRecord> &peers,
   if (groups.size() > max_groups) {
     out += strprintf(" (and %zu more GPUs shared)", groups.size() - max_groups);
   }
-  out += " Fix: give each local rank its own GPU (cudaSetDevice(local_rank) before creating the "
-         "team, or a per-rank CUDA_VISIBLE_DEVICES), or, to share GPUs under MPS on purpose, set "
-         "COHORT_ALLOW_SHARED_GPU=1 (config.allow_shared_gpu=1).";
+  out +=
+      " Fix: give each local rank its own GPU (cudaSetDevice(local_rank) before creating the "
+      "team, or a per-rank CUDA_VISIBLE_DEVICES), or, to share GPUs under MPS on purpose, set "
+      "COHORT_ALLOW_SHARED_GPU=1 (config.allow_shared_gpu=1).";
   return out;
 }
 

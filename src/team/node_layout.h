@@ -12,9 +12,9 @@ namespace cohort {
 
 struct NodeLayout {
   int node_count = 0;
-  std::vector<int> node_of_rank;   // nodes numbered in order of their lowest rank
-  std::vector<int> local_rank;     // order among the ranks of its node
-  std::vector<int> local_size;     // ranks on the node of each rank
+  std::vector<int> node_of_rank;  // nodes numbered in order of their lowest rank
+  std::vector<int> local_rank;    // order among the ranks of its node
+  std::vector<int> local_size;    // ranks on the node of each rank
 };
 
 NodeLayout compute_node_layout(const std::vector<uint64_t> &host_ids);

@@ -39,8 +39,7 @@ cohort_init_report_t build_init_report(const std::vector<std::vector<int64_t>> &
 
 std::string format_init_report(const cohort_init_report_t &report, int team_size) {
   std::string out = strprintf("init report (%d ranks, times in ms):\n", team_size);
-  out += strprintf("  %-12s %10s %10s %10s  %s\n", "phase", "min", "median", "max",
-                   "slowest rank");
+  out += strprintf("  %-12s %10s %10s %10s  %s\n", "phase", "min", "median", "max", "slowest rank");
   auto row = [&](const cohort_phase_stats_t &s) {
     out += strprintf("  %-12s %10.3f %10.3f %10.3f  %d\n", s.name, s.min_ns / 1e6,
                      s.median_ns / 1e6, s.max_ns / 1e6, s.slowest_rank);

@@ -29,8 +29,8 @@ Status Team::check_ready() const {
     case Stage::kAborted:
       return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted");
     case Stage::kFailed:
-      return fail(status_, "team '" + config_.name + "' is unusable: its creation failed: " +
-                               error_);
+      return fail(status_,
+                  "team '" + config_.name + "' is unusable: its creation failed: " + error_);
     default:
       return fail(COHORT_ERR_INVALID_USAGE,
                   "team '" + config_.name +
@@ -117,8 +117,7 @@ Status Team::split(int color, int key, const cohort_team_config_t *config,
       return failf(COHORT_ERR_TIMEOUT,
                    "split of team '%s' timed out after %.2f s: %zu of %d ranks did not call "
                    "split: %s",
-                   config_.name.c_str(), config_.init_timeout_s, absent.size(), size_,
-                   who.c_str());
+                   config_.name.c_str(), config_.init_timeout_s, absent.size(), size_, who.c_str());
     }
     lock.unlock();
     backoff.pause();

@@ -56,8 +56,17 @@ class Team {
   const TeamConfig &config() const { return config_; }
 
  private:
-  enum class Stage { kArrive, kConfirm, kDup, kPeerInfo, kLocalRanks, kReady, kDone, kFailed,
-                     kAborted };
+  enum class Stage {
+    kArrive,
+    kConfirm,
+    kDup,
+    kPeerInfo,
+    kLocalRanks,
+    kReady,
+    kDone,
+    kFailed,
+    kAborted
+  };
 
   // An exchange in flight: this rank's header + payload sent, everyone's awaited.
   struct Exchange {

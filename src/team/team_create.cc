@@ -32,15 +32,13 @@ struct MissingText {
 
 MissingText missing_text(const char *step) {
   if (strcmp(step, "arrive") == 0) {
-    return {"never arrived",
-            "Did every rank of the communicator call team creation (or split)?"};
+    return {"never arrived", "Did every rank of the communicator call team creation (or split)?"};
   }
   if (strcmp(step, "confirm") == 0) {
     return {"arrived but did not confirm",
             "They gave up waiting before a late rank arrived: raise COHORT_INIT_TIMEOUT."};
   }
-  return {"did not reach this phase",
-          "They are stuck or failed in the previous phase, or exited."};
+  return {"did not reach this phase", "They are stuck or failed in the previous phase, or exited."};
 }
 
 }  // namespace
@@ -119,7 +117,8 @@ Status Team::step() {
     case Stage::kReady: return step_ready();
     case Stage::kDone: return COHORT_SUCCESS;
     case Stage::kFailed: return fail(status_, error_);
-    case Stage::kAborted: return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted");
+    case Stage::kAborted:
+      return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted");
   }
   return fail(COHORT_ERR_INTERNAL, "team in an unknown stage");
 }
@@ -156,16 +155,16 @@ Status Team::step_arrive() {
 // Confirming that everyone saw everyone first keeps the collective dup from ever hanging.
 Status Team::step_confirm() {
   if (!exchange_.request) {
-    return post_exchange(*checkin_oob_, Phase::kCheckIn, "confirm", kConfirmChannel,
-                         COHORT_SUCCESS, nullptr, 0);
+    return post_exchange(*checkin_oob_, Phase::kCheckIn, "confirm", kConfirmChannel, COHORT_SUCCESS,
+                         nullptr, 0);
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
   exchange_.request.reset();
   int rc = MPI_Comm_idup(user_comm_, &dup_comm_, &dup_request_);
   if (rc != MPI_SUCCESS) {
-    return finish_failed(failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s",
-                               mpi_error_string(rc).c_str()));
+    return finish_failed(
+        failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s", mpi_error_string(rc).c_str()));
   }
   dup_deadline_ns_ = now_ns() + static_cast<int64_t>(config_.init_timeout_s * 1e9);
   stage_ = Stage::kDup;
@@ -176,8 +175,8 @@ Status Team::step_dup() {
   int done = 0;
   int rc = MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) {
-    return finish_failed(failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s",
-                               mpi_error_string(rc).c_str()));
+    return finish_failed(
+        failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s", mpi_error_string(rc).c_str()));
   }
   if (!done) {
     if (now_ns() < dup_deadline_ns_) return COHORT_IN_PROGRESS;
@@ -232,7 +231,8 @@ Status Team::step_local_ranks() {
         COHORT_LOG_INFO(INIT, "%s: GPUs shared as allowed: %s", config_.name.c_str(),
                         describe_shared_gpus(peers_, shared).c_str());
       } else {
-        s = fail(COHORT_ERR_INVALID_USAGE, "duplicate GPU: " + describe_shared_gpus(peers_, shared));
+        s = fail(COHORT_ERR_INVALID_USAGE,
+                 "duplicate GPU: " + describe_shared_gpus(peers_, shared));
       }
     }
     return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks", channel_of(Phase::kLocalRanks),
@@ -318,12 +318,12 @@ Status Team::poll_exchange() {
     PhaseHeader header;
     std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
     if (header.magic != kRecordMagic || header.phase != static_cast<int32_t>(exchange_.phase)) {
-      return finish_failed(failf(
-          COHORT_ERR_INVALID_USAGE,
-          "team creation failed in phase %s: rank %d sent a record for another phase or "
-          "program (magic 0x%x, phase %d): are ranks creating different teams on one "
-          "communicator at once?",
-          phase_name(exchange_.phase), r, header.magic, header.phase));
+      return finish_failed(
+          failf(COHORT_ERR_INVALID_USAGE,
+                "team creation failed in phase %s: rank %d sent a record for another phase or "
+                "program (magic 0x%x, phase %d): are ranks creating different teams on one "
+                "communicator at once?",
+                phase_name(exchange_.phase), r, header.magic, header.phase));
     }
   }
   return agreed_failure(records);
@@ -336,11 +336,10 @@ Status Team::agreed_failure(const char *records) {
     std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
     if (header.status == COHORT_SUCCESS) continue;
     header.detail[kDetailBytes - 1] = '\0';
-    return finish_failed(failf(static_cast<Status>(header.status),
-                               "team creation failed in phase %s: %s reported %s: %s",
-                               phase_name(exchange_.phase), describe(r).c_str(),
-                               cohort_status_string(static_cast<Status>(header.status)),
-                               header.detail));
+    return finish_failed(failf(
+        static_cast<Status>(header.status), "team creation failed in phase %s: %s reported %s: %s",
+        phase_name(exchange_.phase), describe(r).c_str(),
+        cohort_status_string(static_cast<Status>(header.status)), header.detail));
   }
   return COHORT_SUCCESS;
 }
@@ -350,12 +349,12 @@ Status Team::timeout_failure() {
   std::vector<int> absent = exchange_.request->absent(&known);
   const char *phase = phase_name(exchange_.phase);
   if (!known) {
-    return finish_failed(failf(
-        COHORT_ERR_TIMEOUT,
-        "team creation timed out in phase %s (%s) after %.2f s: the OOB allgather did not "
-        "complete, and a caller-supplied OOB cannot tell which ranks are missing (create the "
-        "team from an MPI communicator to have them named)",
-        phase, exchange_.step, config_.init_timeout_s));
+    return finish_failed(
+        failf(COHORT_ERR_TIMEOUT,
+              "team creation timed out in phase %s (%s) after %.2f s: the OOB allgather did not "
+              "complete, and a caller-supplied OOB cannot tell which ranks are missing (create the "
+              "team from an MPI communicator to have them named)",
+              phase, exchange_.step, config_.init_timeout_s));
   }
   std::string who;
   constexpr size_t kDescribed = 8;
@@ -377,11 +376,11 @@ Status Team::timeout_failure() {
   }
   if (absent.size() > kDescribed) who += "; all missing: " + format_rank_list(absent);
   MissingText text = missing_text(exchange_.step);
-  return finish_failed(notify(failf(COHORT_ERR_TIMEOUT,
-                             "team creation timed out in phase %s after %.2f s: %zu of %d ranks "
-                             "%s: %s. %s",
-                             phase, config_.init_timeout_s, absent.size(), size_, text.what,
-                             who.c_str(), text.why)));
+  return finish_failed(notify(failf(
+      COHORT_ERR_TIMEOUT,
+      "team creation timed out in phase %s after %.2f s: %zu of %d ranks "
+      "%s: %s. %s",
+      phase, config_.init_timeout_s, absent.size(), size_, text.what, who.c_str(), text.why)));
 }
 
 bool Team::private_oob_ready() const {
@@ -409,8 +408,8 @@ Status Team::local_phase_status(Phase phase) {
   if (!inject.active || inject.phase != phase || inject.rank != rank_) return COHORT_SUCCESS;
   if (inject.stall) {
     double stall_s = config_.init_timeout_s * 1.2 + 0.3;
-    COHORT_LOG_WARN(INIT, "%s: injected stall of %.2f s in phase %s", config_.name.c_str(),
-                    stall_s, phase_name(phase));
+    COHORT_LOG_WARN(INIT, "%s: injected stall of %.2f s in phase %s", config_.name.c_str(), stall_s,
+                    phase_name(phase));
     usleep(static_cast<useconds_t>(stall_s * 1e6));
     return COHORT_SUCCESS;
   }

@@ -21,8 +21,8 @@ class CleanEnvTest : public ::testing::Test {
     for (const ParamSpec &spec : param_table()) {
       std::string name = std::string("COHORT_") + spec.name;
       const char *value = getenv(name.c_str());
-      saved_.emplace_back(name, value != nullptr ? std::optional<std::string>(value)
-                                                 : std::nullopt);
+      saved_.emplace_back(name,
+                          value != nullptr ? std::optional<std::string>(value) : std::nullopt);
       unsetenv(name.c_str());
     }
     clear_last_error();

@@ -53,8 +53,7 @@ class ConfigTest : public CleanEnvTest {
     std::string message = cohort_last_error();
     EXPECT_TRUE(contains(message, field)) << message;
     // Still a usable timeout, so this rank can take part in check-in.
-    EXPECT_TRUE(std::isfinite(out.init_timeout_s) && out.init_timeout_s > 0)
-        << out.init_timeout_s;
+    EXPECT_TRUE(std::isfinite(out.init_timeout_s) && out.init_timeout_s > 0) << out.init_timeout_s;
   }
 };
 
@@ -255,9 +254,9 @@ TEST(ParseInjectedFailure, Stall) {
 }
 
 TEST(ParseInjectedFailure, BadTextRejected) {
-  for (const char *text : {"bogus:1", "peer-info", "peer-info:", "x:y:z", "peer-info:-1",
-                           "peer-info:2x", "peer-info:2:hang", "peer-info:2:stall:more",
-                           ":3", "peer-info:stall"}) {
+  for (const char *text :
+       {"bogus:1", "peer-info", "peer-info:", "x:y:z", "peer-info:-1", "peer-info:2x",
+        "peer-info:2:hang", "peer-info:2:stall:more", ":3", "peer-info:stall"}) {
     InjectedFailure out;
     out.active = true;
     out.rank = 42;
@@ -273,8 +272,8 @@ TEST(ParseInjectedFailure, BadTextRejected) {
 
 TEST(ParseInjectedFailure, RankBeyondIntRangeRejected) {
   // A rank that does not fit an int must not wrap around to another rank.
-  for (const char *text : {"peer-info:4294967296", "peer-info:2147483648",
-                           "peer-info:99999999999999999999"}) {
+  for (const char *text :
+       {"peer-info:4294967296", "peer-info:2147483648", "peer-info:99999999999999999999"}) {
     InjectedFailure out;
     EXPECT_EQ(parse_injected_failure(text, &out), COHORT_ERR_INVALID_ARG)
         << text << " parsed as rank " << out.rank;

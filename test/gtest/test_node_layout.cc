@@ -332,9 +332,9 @@ TEST(DescribeSharedGpus, CutAfterMaxGroupsSaysHowManyMore) {
   ASSERT_EQ(groups.size(), 6u);
 
   std::string text = describe_shared_gpus(peers, groups, 4);
-  EXPECT_TRUE(contains(text, "ranks 6 and 7")) << text;      // 4th group listed
-  EXPECT_FALSE(contains(text, "ranks 8 and 9")) << text;     // 5th group cut
-  EXPECT_FALSE(contains(text, "0000:15:00.0")) << text;      // 6th group's bus
+  EXPECT_TRUE(contains(text, "ranks 6 and 7")) << text;   // 4th group listed
+  EXPECT_FALSE(contains(text, "ranks 8 and 9")) << text;  // 5th group cut
+  EXPECT_FALSE(contains(text, "0000:15:00.0")) << text;   // 6th group's bus
   EXPECT_TRUE(contains(text, "2 more")) << text;
   EXPECT_TRUE(contains(text, "COHORT_ALLOW_SHARED_GPU=1")) << text;
 

@@ -125,8 +125,7 @@ TEST(ParseDouble, MinValueIsInclusive) {
 TEST(ParseDouble, BelowMinValueIsRejected) {
   double value = 7;
   clear_last_error();
-  EXPECT_EQ(parse_double("COHORT_INIT_TIMEOUT", "0.0009", 0.001, &value),
-            COHORT_ERR_INVALID_ARG);
+  EXPECT_EQ(parse_double("COHORT_INIT_TIMEOUT", "0.0009", 0.001, &value), COHORT_ERR_INVALID_ARG);
   EXPECT_DOUBLE_EQ(value, 7);
   std::string message = cohort_last_error();
   EXPECT_TRUE(contains(message, "COHORT_INIT_TIMEOUT")) << message;
@@ -179,8 +178,7 @@ TEST(ParseEnum, UnknownWordIsRejectedWithChoices) {
   for (const char *text : {"debug", "", "WARNING", "WAR", "1"}) {
     int value = 42;
     clear_last_error();
-    EXPECT_EQ(parse_enum("COHORT_DEBUG", text, kLevels, &value), COHORT_ERR_INVALID_ARG)
-        << text;
+    EXPECT_EQ(parse_enum("COHORT_DEBUG", text, kLevels, &value), COHORT_ERR_INVALID_ARG) << text;
     EXPECT_EQ(value, 42) << text;
     std::string message = cohort_last_error();
     EXPECT_TRUE(contains(message, "COHORT_DEBUG")) << message;
@@ -241,8 +239,7 @@ TEST(ParseList, UnknownItemIsRejectedNamingItAndVariable) {
   }
   clear_last_error();
   uint64_t value = 0;
-  EXPECT_EQ(parse_list("COHORT_DEBUG_SUBSYS", "INIT,BOGUS", kFour, &value),
-            COHORT_ERR_INVALID_ARG);
+  EXPECT_EQ(parse_list("COHORT_DEBUG_SUBSYS", "INIT,BOGUS", kFour, &value), COHORT_ERR_INVALID_ARG);
   EXPECT_TRUE(contains(cohort_last_error(), "'BOGUS'")) << cohort_last_error();
 }
 
@@ -251,8 +248,8 @@ TEST(ParseList, DebugSubsysChoicesMatchLogBits) {
   const ParamSpec *spec = param_find("DEBUG_SUBSYS");
   ASSERT_NE(spec, nullptr);
   const std::pair<const char *, uint64_t> bits[] = {
-      {"INIT", kLogINIT}, {"PARAM", kLogPARAM}, {"OOB", kLogOOB},  {"TOPO", kLogTOPO},
-      {"GRAPH", kLogGRAPH}, {"COLL", kLogCOLL}, {"NET", kLogNET}};
+      {"INIT", kLogINIT},   {"PARAM", kLogPARAM}, {"OOB", kLogOOB}, {"TOPO", kLogTOPO},
+      {"GRAPH", kLogGRAPH}, {"COLL", kLogCOLL},   {"NET", kLogNET}};
   uint64_t every = 0;
   for (const auto &[word, bit] : bits) {
     EXPECT_EQ(list_of(word, spec->choices), bit) << word;
@@ -509,8 +506,7 @@ TEST(ParamTable, RowsAreDocumentedAndDefaultsParse) {
         s = parse_list(what, spec.default_value, spec.choices, &m);
         break;
       }
-      case ParamType::kString:
-        break;
+      case ParamType::kString: break;
     }
     EXPECT_EQ(s, COHORT_SUCCESS) << "default '" << spec.default_value
                                  << "' does not parse: " << cohort_last_error();
@@ -519,8 +515,8 @@ TEST(ParamTable, RowsAreDocumentedAndDefaultsParse) {
 
 TEST(ParamTable, TypeNamesAreDistinct) {
   std::set<std::string> seen;
-  for (ParamType type : {ParamType::kBool, ParamType::kInt, ParamType::kDouble,
-                         ParamType::kString, ParamType::kEnum, ParamType::kList}) {
+  for (ParamType type : {ParamType::kBool, ParamType::kInt, ParamType::kDouble, ParamType::kString,
+                         ParamType::kEnum, ParamType::kList}) {
     std::string name = param_type_name(type);
     EXPECT_NE(name, "?");
     EXPECT_TRUE(seen.insert(name).second) << name;

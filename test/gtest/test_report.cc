@@ -127,8 +127,7 @@ TEST(BuildInitReport, PerPhaseColumnsAndTotals) {
 
 TEST(BuildInitReport, TotalSlowestRankDiffersFromEveryPhase) {
   // Rank 3 is never slowest in a phase but is slowest overall.
-  std::vector<std::vector<int64_t>> timings = {
-      {100, 0, 0}, {0, 100, 0}, {0, 0, 100}, {90, 90, 90}};
+  std::vector<std::vector<int64_t>> timings = {{100, 0, 0}, {0, 100, 0}, {0, 0, 100}, {90, 90, 90}};
   cohort_init_report_t report = build_init_report(timings, kNames, 3);
   ASSERT_EQ(report.num_phases, 3);
   for (int p = 0; p < 3; ++p) EXPECT_EQ(report.phases[p].slowest_rank, p);

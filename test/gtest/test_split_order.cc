@@ -45,16 +45,14 @@ TEST(SplitMembers, EqualKeysKeepParentOrder) {
 }
 
 TEST(SplitMembers, NoColorGivesEmpty) {
-  std::vector<SplitEntry> entries = {{COHORT_SPLIT_NOCOLOR, 0},
-                                     {COHORT_SPLIT_NOCOLOR, 1},
-                                     {0, 0}};
+  std::vector<SplitEntry> entries = {{COHORT_SPLIT_NOCOLOR, 0}, {COHORT_SPLIT_NOCOLOR, 1}, {0, 0}};
   EXPECT_TRUE(split_members(entries, COHORT_SPLIT_NOCOLOR).empty());
   EXPECT_EQ(split_members(entries, 0), (Ranks{2}));
 }
 
 TEST(SplitMembers, SeveralColors) {
-  std::vector<SplitEntry> entries = {{0, 0}, {1, 0}, {0, 0}, {1, 0}, {2, 0},
-                                     {COHORT_SPLIT_NOCOLOR, 0}, {1, -1}};
+  std::vector<SplitEntry> entries = {
+      {0, 0}, {1, 0}, {0, 0}, {1, 0}, {2, 0}, {COHORT_SPLIT_NOCOLOR, 0}, {1, -1}};
   EXPECT_EQ(split_members(entries, 0), (Ranks{0, 2}));
   EXPECT_EQ(split_members(entries, 1), (Ranks{6, 1, 3}));
   EXPECT_EQ(split_members(entries, 2), (Ranks{4}));

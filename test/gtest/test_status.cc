@@ -16,10 +16,10 @@ namespace cohort {
 namespace {
 
 const cohort_status_t kAllStatuses[] = {
-    COHORT_SUCCESS,          COHORT_IN_PROGRESS,    COHORT_ERR_INVALID_ARG,
+    COHORT_SUCCESS,           COHORT_IN_PROGRESS,       COHORT_ERR_INVALID_ARG,
     COHORT_ERR_INVALID_USAGE, COHORT_ERR_NOT_SUPPORTED, COHORT_ERR_NO_MEMORY,
-    COHORT_ERR_SYSTEM,       COHORT_ERR_MPI,        COHORT_ERR_CUDA,
-    COHORT_ERR_TIMEOUT,      COHORT_ERR_ABORTED,    COHORT_ERR_INTERNAL};
+    COHORT_ERR_SYSTEM,        COHORT_ERR_MPI,           COHORT_ERR_CUDA,
+    COHORT_ERR_TIMEOUT,       COHORT_ERR_ABORTED,       COHORT_ERR_INTERNAL};
 
 // ---------------------------------------------------------- cohort_status_string
 
@@ -68,8 +68,7 @@ TEST(LastError, FailSetsMessageAndReturnsStatus) {
 }
 
 TEST(LastError, FailfFormats) {
-  EXPECT_EQ(failf(COHORT_ERR_MPI, "rank %d: %s (%.1f s)", 3, "MPI_Allgather", 2.5),
-            COHORT_ERR_MPI);
+  EXPECT_EQ(failf(COHORT_ERR_MPI, "rank %d: %s (%.1f s)", 3, "MPI_Allgather", 2.5), COHORT_ERR_MPI);
   EXPECT_STREQ(cohort_last_error(), "rank 3: MPI_Allgather (2.5 s)");
 }
 
@@ -102,8 +101,8 @@ TEST(Strprintf, Formats) {
 }
 
 TEST(Version, MatchesMacros) {
-  EXPECT_EQ(cohort_version(), COHORT_VERSION_MAJOR * 10000 + COHORT_VERSION_MINOR * 100 +
-                                  COHORT_VERSION_PATCH);
+  EXPECT_EQ(cohort_version(),
+            COHORT_VERSION_MAJOR * 10000 + COHORT_VERSION_MINOR * 100 + COHORT_VERSION_PATCH);
   EXPECT_EQ(cohort_version(), COHORT_VERSION_CODE);
 }
 

@@ -41,11 +41,11 @@ void check_impl(bool ok, const char *file, int line, const char *fmt, ...) {
   fprintf(stderr, "[rank %d] CHECK FAILED %s:%d: %s\n", g_rank, file, line, msg);
 }
 #define CHECK(cond, ...) check_impl((cond), __FILE__, __LINE__, __VA_ARGS__)
-#define CHECK_STATUS(call, expected)                                                        \
-  do {                                                                                      \
-    cohort_status_t s_ = (call);                                                            \
-    CHECK(s_ == (expected), "%s returned %s, expected %s (%s)", #call,                      \
-          cohort_status_string(s_), cohort_status_string(expected), cohort_last_error());   \
+#define CHECK_STATUS(call, expected)                                                             \
+  do {                                                                                           \
+    cohort_status_t s_ = (call);                                                                 \
+    CHECK(s_ == (expected), "%s returned %s, expected %s (%s)", #call, cohort_status_string(s_), \
+          cohort_status_string(expected), cohort_last_error());                                  \
   } while (0)
 
 double now_s() {
@@ -155,9 +155,9 @@ void check_report(const cohort_init_report_t &report, int team_size) {
 std::string report_text(const cohort_init_report_t &r) {
   std::string out;
   for (int p = 0; p < r.num_phases; ++p) {
-    out += std::to_string(r.phases[p].min_ns) + "/" + std::to_string(r.phases[p].median_ns) +
-           "/" + std::to_string(r.phases[p].max_ns) + "/" +
-           std::to_string(r.phases[p].slowest_rank) + ";";
+    out += std::to_string(r.phases[p].min_ns) + "/" + std::to_string(r.phases[p].median_ns) + "/" +
+           std::to_string(r.phases[p].max_ns) + "/" + std::to_string(r.phases[p].slowest_rank) +
+           ";";
   }
   return out;
 }
@@ -216,8 +216,8 @@ void scenario_split() {
   for (int r = g_size - 1; r >= 0; --r) {
     if (r % 2 == color) expected.push_back(r);
   }
-  int expected_rank = static_cast<int>(std::find(expected.begin(), expected.end(), g_rank) -
-                                       expected.begin());
+  int expected_rank =
+      static_cast<int>(std::find(expected.begin(), expected.end(), g_rank) - expected.begin());
   CHECK(child.size() == static_cast<int>(expected.size()), "child size %d expected %zu",
         child.size(), expected.size());
   CHECK(child.rank() == expected_rank, "child rank %d expected %d", child.rank(), expected_rank);
@@ -245,8 +245,8 @@ void scenario_split() {
     for (int c = tied.size() - 1; c >= 0; --c) {
       if ((c < (tied.size() + 1) / 2 ? 0 : 1) == half) in_half.push_back(c);
     }
-    int want = static_cast<int>(std::find(in_half.begin(), in_half.end(), tied.rank()) -
-                                in_half.begin());
+    int want =
+        static_cast<int>(std::find(in_half.begin(), in_half.end(), tied.rank()) - in_half.begin());
     CHECK(nested.size() == static_cast<int>(in_half.size()) && nested.rank() == want,
           "nested %d/%d expected %d/%zu", nested.rank(), nested.size(), want, in_half.size());
     CHECK(nested.peer(nested.rank()).pid == pid, "nested peer info of self");
@@ -342,8 +342,8 @@ void scenario_missing() {
           "message does not name rank %d and the phase: %s", skip, msg.c_str());
     std::string count = "1 of " + std::to_string(g_size) + " ranks";
     CHECK(contains(msg, count), "message does not count the missing: %s", msg.c_str());
-    if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d saw after %.3f s: %s\n", g_rank, elapsed,
-                                              msg.c_str());
+    if (g_rank == (skip == 0 ? 1 : 0))
+      printf("rank %d saw after %.3f s: %s\n", g_rank, elapsed, msg.c_str());
   }
   // MPI is still usable by everyone, and a team created by all ranks now works.
   MPI_Barrier(MPI_COMM_WORLD);
@@ -465,7 +465,8 @@ int fresh_mpi_handle_index() {
   MPI_Group group;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_group(comm, &group);
-  int index = static_cast<int>(MPI_Comm_c2f(comm)) * 100000 + static_cast<int>(MPI_Group_c2f(group));
+  int index =
+      static_cast<int>(MPI_Comm_c2f(comm)) * 100000 + static_cast<int>(MPI_Group_c2f(group));
   MPI_Group_free(&group);
   MPI_Comm_free(&comm);
   return index;
@@ -505,13 +506,14 @@ void scenario_cycles() {
   CHECK(fds_after == fds_before, "fds %d -> %d over %d cycles", fds_before, fds_after, cycles);
   CHECK(handles_after == handles_before, "MPI handle index %d -> %d: communicators or groups leak",
         handles_before, handles_after);
-  CHECK(rss_after - rss_before < 4096, "RSS grew %ld KiB over %d cycles",
-        rss_after - rss_before, cycles);
+  CHECK(rss_after - rss_before < 4096, "RSS grew %ld KiB over %d cycles", rss_after - rss_before,
+        cycles);
   if (g_rank == 0) {
-    printf("%d create/destroy cycles (+%d splits) in %.2f s: fds %d -> %d, RSS %ld -> %ld KiB, "
-           "MPI handle index %d -> %d\n",
-           cycles, (cycles + 9) / 10, elapsed, fds_before, fds_after, rss_before, rss_after,
-           handles_before, handles_after);
+    printf(
+        "%d create/destroy cycles (+%d splits) in %.2f s: fds %d -> %d, RSS %ld -> %ld KiB, "
+        "MPI handle index %d -> %d\n",
+        cycles, (cycles + 9) / 10, elapsed, fds_before, fds_after, rss_before, rss_after,
+        handles_before, handles_after);
   }
 }
 
@@ -592,7 +594,11 @@ cohort_status_t oob_free(void *req) {
 void scenario_oob() {
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  cohort_oob_t oob{oob_allgather, oob_test, oob_free, &comm, static_cast<uint32_t>(g_size),
+  cohort_oob_t oob{oob_allgather,
+                   oob_test,
+                   oob_free,
+                   &comm,
+                   static_cast<uint32_t>(g_size),
                    static_cast<uint32_t>(g_rank)};
   cohort_team_t team = nullptr;
   CHECK_STATUS(cohort_team_create_oob(&oob, nullptr, &team), COHORT_SUCCESS);
@@ -636,8 +642,8 @@ void scenario_shared_gpu(bool allowed) {
               contains(msg, "CUDA_VISIBLE_DEVICES=") && contains(msg, "COHORT_ALLOW_SHARED_GPU=1"),
           "message: %s", msg.c_str());
     CHECK(same_everywhere(msg), "ranks disagree");
-    if (g_rank == 0) printf("duplicate GPU, every rank: %s: %s\n", cohort_status_string(s),
-                            msg.c_str());
+    if (g_rank == 0)
+      printf("duplicate GPU, every rank: %s: %s\n", cohort_status_string(s), msg.c_str());
     return;
   }
   CHECK(s == COHORT_SUCCESS, "status %s: %s", cohort_status_string(s), msg.c_str());
