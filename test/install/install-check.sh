@@ -1,7 +1,8 @@
 #!/bin/sh
 # TAP test: `make install` into a staging folder, then build C and C++ programs against the
 # installed headers through cohort.pc and run them under mpirun.
-# Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, CXX, MPI_CFLAGS, MPI_LIBS.
+# Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, CXX, MPI_CFLAGS, MPI_LIBS,
+# SANITIZER_FLAGS (a sanitizer build's programs must link its runtime too).
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -24,11 +25,11 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage/root"
 flags=$(pkg-config --cflags --libs cohort 2>"$stage/log")
 result $? "pkg-config cohort: $flags"
 # shellcheck disable=SC2086
-$CC -std=c99 -Wall -Wextra -Werror -o "$stage/hello_c" "$SRCDIR/hello_team.c" $flags $MPI_CFLAGS $MPI_LIBS >"$stage/log" 2>&1 &&
+$CC -std=c99 -Wall -Wextra -Werror -o "$stage/hello_c" "$SRCDIR/hello_team.c" $flags $MPI_CFLAGS $MPI_LIBS $SANITIZER_FLAGS >"$stage/log" 2>&1 &&
   LD_LIBRARY_PATH="$libdir" timeout 120 "$MPIRUN" -np 2 "$stage/hello_c" >>"$stage/log" 2>&1 </dev/null
 result $? "C program (-std=c99 -Werror) builds against cohort.h and runs on 2 ranks"
 # shellcheck disable=SC2086
-$CXX -std=c++17 -Wall -Wextra -Werror -o "$stage/hello_cxx" "$SRCDIR/hello_team.cc" $flags $MPI_CFLAGS $MPI_LIBS >"$stage/log" 2>&1 &&
+$CXX -std=c++17 -Wall -Wextra -Werror -o "$stage/hello_cxx" "$SRCDIR/hello_team.cc" $flags $MPI_CFLAGS $MPI_LIBS $SANITIZER_FLAGS >"$stage/log" 2>&1 &&
   LD_LIBRARY_PATH="$libdir" timeout 120 "$MPIRUN" -np 3 "$stage/hello_cxx" >>"$stage/log" 2>&1 </dev/null
 result $? "C++17 program builds against cohort.hpp and runs on 3 ranks"
 LD_LIBRARY_PATH="$libdir" "$root/bin/cohort_info" >"$stage/log" 2>&1 && grep -q COHORT_INIT_TIMEOUT "$stage/log"
