@@ -4,7 +4,7 @@
 #   contrib/gpu-check.sh BUILD_DIR RESULTS_DIR
 # Runs: cohort_info --device-check; the duplicate-GPU scenario (2 ranks, one GPU, sharing not
 # allowed: every rank must fail with the message); the shared-GPU scenario under MPS; the
-# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4 ranks.
+# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4, 8 ranks.
 set -u
 build=${1:-build}
 results=${2:-/tmp/cohort-gpu}
@@ -29,8 +29,8 @@ source .devrt/mps.sh start
 name=shared; run "shared GPU allowed, 2 ranks, MPS" mpirun -np 2 "$team_test" gpu-shared
 name=suite; run "multi-rank suite, sharing allowed" env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun \
   TEAM_TEST="$team_test" bash test/mpi/run-team-tests.sh
-for np in 1 2 4; do
+for np in 1 2 4 8; do
   name=perf; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
-    mpirun -np $np "$perf" --team-create -n 50 --json "$results/perf$np.json"
+    mpirun -np $np "$perf" --team-create -n 50
 done
 source .devrt/mps.sh stop
