@@ -323,19 +323,32 @@ void scenario_abort() {
   CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
 }
 
+// A blocking create expected to fail: its status, message and duration.
+struct FailedCreate {
+  cohort_status_t status;
+  std::string message;
+  double elapsed_s;
+};
+
+FailedCreate create_expecting_failure(const cohort_team_config_t &cfg) {
+  cohort_team_t team = nullptr;
+  double t0 = now_s();
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
+  FailedCreate out{s, cohort_last_error(), now_s() - t0};
+  CHECK(s != COHORT_SUCCESS, "create succeeded");
+  CHECK(team == nullptr, "failed create wrote the output");
+  if (team != nullptr) cohort_team_destroy(team);
+  return out;
+}
+
 // Ranks in [skip] never call create; the others must fail within timeout + 1 s naming them.
 void scenario_missing() {
   int skip = opt_int("skip", 0);
   double timeout = opt_double("timeout", 2.0);
   cohort_team_config_t cfg = config_with_timeout(timeout);
   if (g_rank != skip) {
-    cohort_team_t team = nullptr;
-    double t0 = now_s();
-    cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
-    double elapsed = now_s() - t0;
-    std::string msg = cohort_last_error();
+    auto [s, msg, elapsed] = create_expecting_failure(cfg);
     CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
-    CHECK(team == nullptr, "failed create wrote the output");
     CHECK(elapsed <= timeout + 1.0, "failed after %.3f s, timeout %.3f s", elapsed, timeout);
     CHECK(elapsed >= timeout * 0.99, "failed after %.3f s, before the timeout", elapsed);
     CHECK(contains(msg, "rank " + std::to_string(skip)) && contains(msg, "check-in"),
@@ -386,11 +399,9 @@ void scenario_inject() {
   std::string phase = opt_str("phase", "peer-info");
   int bad = opt_int("rank", 0);
   cohort_team_config_t cfg = config_with_timeout(20);
-  cohort_team_t team = nullptr;
-  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
-  std::string msg = cohort_last_error();
+  auto [s, msg, elapsed] = create_expecting_failure(cfg);
+  (void)elapsed;
   CHECK(s == COHORT_ERR_SYSTEM, "status %s: %s", cohort_status_string(s), msg.c_str());
-  CHECK(team == nullptr, "failed create wrote the output");
   CHECK(contains(msg, "rank " + std::to_string(bad)) && contains(msg, "phase " + phase) &&
             contains(msg, "injected failure"),
         "message: %s", msg.c_str());
@@ -404,11 +415,7 @@ void scenario_stall() {
   int bad = opt_int("rank", 0);
   double timeout = opt_double("timeout", 1.5);
   cohort_team_config_t cfg = config_with_timeout(timeout);
-  cohort_team_t team = nullptr;
-  double t0 = now_s();
-  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team);
-  double elapsed = now_s() - t0;
-  std::string msg = cohort_last_error();
+  auto [s, msg, elapsed] = create_expecting_failure(cfg);
   CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
   if (g_rank != bad) {
     CHECK(contains(msg, "phase " + phase) && contains(msg, "rank " + std::to_string(bad)),
