@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <ctime>
 
 namespace cohort {
@@ -10,6 +11,15 @@ inline int64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// now_ns() + seconds, saturating: a huge or infinite timeout never wraps into the past.
+inline int64_t deadline_after(double seconds) {
+  constexpr double kMaxNs = 9.0e18;
+  int64_t now = now_ns();
+  double ns = seconds * 1e9;
+  if (!(ns < kMaxNs - static_cast<double>(now))) return std::numeric_limits<int64_t>::max();  // also inf and NaN
+  return now + static_cast<int64_t>(ns);
 }
 
 // Polling loops call pause() between polls.  For the first kYieldNs of a wait it yields

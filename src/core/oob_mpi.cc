@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/detached_sends.h"
 #include "core/log.h"
 
 namespace cohort {
@@ -14,60 +15,56 @@ class MpiAllgatherRequest final : public OobRequest {
         rank_(rank),
         size_(size),
         len_(len),
-        send_(new char[len > 0 ? len : 1]),
         recv_(new char[len * size + 1]),
         recvs_(size, MPI_REQUEST_NULL),
-        sends_(size, MPI_REQUEST_NULL),
         arrived_(size, 0) {}
 
   ~MpiAllgatherRequest() override { release(); }
 
   Status post(const void *data, int tag) {
-    std::memcpy(send_, data, len_);
-    std::memcpy(recv_ + rank_ * len_, data, len_);
+    std::shared_ptr<char[]> send(new char[len_ > 0 ? len_ : 1]);
+    std::memcpy(send.get(), data, len_);
+    std::memcpy(recv_.get() + rank_ * len_, data, len_);
     arrived_[rank_] = 1;
     pending_ = size_ - 1;
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
-      int rc = MPI_Irecv(recv_ + peer * len_, static_cast<int>(len_), MPI_BYTE, peer, tag, comm_,
-                         &recvs_[peer]);
-      if (rc != MPI_SUCCESS)
+      int rc = MPI_Irecv(recv_.get() + peer * len_, static_cast<int>(len_), MPI_BYTE, peer, tag,
+                         comm_, &recvs_[peer]);
+      if (rc != MPI_SUCCESS) {
         return failf(COHORT_ERR_MPI, "MPI_Irecv from rank %d: %s", peer,
                      mpi_error_string(rc).c_str());
+      }
     }
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
-      int rc = MPI_Isend(send_, static_cast<int>(len_), MPI_BYTE, peer, tag, comm_, &sends_[peer]);
-      if (rc != MPI_SUCCESS)
+      int rc = send_detached(send, len_, peer, tag, comm_);
+      if (rc != MPI_SUCCESS) {
         return failf(COHORT_ERR_MPI, "MPI_Isend to rank %d: %s", peer,
                      mpi_error_string(rc).c_str());
+      }
     }
     return COHORT_SUCCESS;
   }
 
+  // Complete once every block arrived: this rank's own sends need not be (see detached_sends.h).
   Status test() override {
-    if (pending_ > 0) {
-      int count = 0;
-      std::vector<int> indices(size_);
-      int rc = MPI_Testsome(size_, recvs_.data(), &count, indices.data(), MPI_STATUSES_IGNORE);
-      if (rc != MPI_SUCCESS) {
-        return failf(COHORT_ERR_MPI, "MPI_Testsome: %s", mpi_error_string(rc).c_str());
-      }
-      for (int i = 0; count != MPI_UNDEFINED && i < count; ++i) {
-        arrived_[indices[i]] = 1;
-        --pending_;
-      }
-      if (pending_ > 0) return COHORT_IN_PROGRESS;
-    }
-    int done = 0;
-    int rc = MPI_Testall(size_, sends_.data(), &done, MPI_STATUSES_IGNORE);
+    reap_detached_sends();
+    if (pending_ == 0) return COHORT_SUCCESS;
+    int count = 0;
+    std::vector<int> indices(size_);
+    int rc = MPI_Testsome(size_, recvs_.data(), &count, indices.data(), MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-      return failf(COHORT_ERR_MPI, "MPI_Testall: %s", mpi_error_string(rc).c_str());
+      return failf(COHORT_ERR_MPI, "MPI_Testsome: %s", mpi_error_string(rc).c_str());
     }
-    return done ? COHORT_SUCCESS : COHORT_IN_PROGRESS;
+    for (int i = 0; count != MPI_UNDEFINED && i < count; ++i) {
+      arrived_[indices[i]] = 1;
+      --pending_;
+    }
+    return pending_ == 0 ? COHORT_SUCCESS : COHORT_IN_PROGRESS;
   }
 
-  const char *result() const override { return recv_; }
+  const char *result() const override { return recv_.get(); }
 
   std::vector<int> absent(bool *known) const override {
     *known = true;
@@ -79,38 +76,22 @@ class MpiAllgatherRequest final : public OobRequest {
   }
 
  private:
-  // Cancels receives that never matched; sends still in flight are released to complete on
-  // their own, and their buffer is then left to them (a few bytes, only on a failed exchange).
+  // Cancels receives that never matched.
   void release() {
-    bool sends_pending = false;
-    if (mpi_usable()) {
-      for (MPI_Request &r : recvs_) {
-        if (r == MPI_REQUEST_NULL) continue;
-        MPI_Cancel(&r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
-      }
-      for (MPI_Request &r : sends_) {
-        if (r == MPI_REQUEST_NULL) continue;
-        int done = 0;
-        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        if (!done) {
-          MPI_Request_free(&r);
-          sends_pending = true;
-        }
-      }
+    if (!mpi_usable()) return;
+    for (MPI_Request &r : recvs_) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
     }
-    if (!sends_pending) delete[] send_;
-    delete[] recv_;
   }
 
   MPI_Comm comm_;
   int rank_;
   int size_;
   size_t len_;
-  char *send_;
-  char *recv_;
+  std::unique_ptr<char[]> recv_;
   std::vector<MPI_Request> recvs_;
-  std::vector<MPI_Request> sends_;
   std::vector<char> arrived_;
   int pending_ = 0;
 };
@@ -162,19 +143,12 @@ Status MpiOob::allgather(const void *data, size_t len, int channel,
   return COHORT_SUCCESS;
 }
 
-// The buffer is never freed: the sends may outlive this call and the communicator (freed
-// with them pending), and this runs once per failed team creation.
 void MpiOob::notify_all(const void *data, size_t len, int channel) {
   if (!mpi_usable()) return;
-  char *copy = new char[len];
-  std::memcpy(copy, data, len);
+  std::shared_ptr<char[]> copy(new char[len]);
+  std::memcpy(copy.get(), data, len);
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    MPI_Request request;
-    if (MPI_Isend(copy, static_cast<int>(len), MPI_BYTE, peer, tag_of(channel), comm_, &request) ==
-        MPI_SUCCESS) {
-      MPI_Request_free(&request);
-    }
+    if (peer != rank_) send_detached(copy, len, peer, tag_of(channel), comm_);
   }
 }
 

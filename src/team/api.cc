@@ -14,7 +14,7 @@ namespace {
 
 class Registry {
  public:
-  cohort_team_t add(std::shared_ptr<Team> team) {
+  cohort_team_t add(std::shared_ptr<TeamImpl> team) {
     std::lock_guard<std::mutex> lock(mutex_);
     uintptr_t id = next_id_;
     next_id_ += 16;  // never reused: a stale handle stays invalid forever
@@ -22,17 +22,17 @@ class Registry {
     return reinterpret_cast<cohort_team_t>(id);
   }
 
-  std::shared_ptr<Team> find(cohort_team_t handle) {
+  std::shared_ptr<TeamImpl> find(cohort_team_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
     return it == teams_.end() ? nullptr : it->second;
   }
 
-  std::shared_ptr<Team> remove(cohort_team_t handle) {
+  std::shared_ptr<TeamImpl> remove(cohort_team_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
     if (it == teams_.end()) return nullptr;
-    std::shared_ptr<Team> team = std::move(it->second);
+    std::shared_ptr<TeamImpl> team = std::move(it->second);
     teams_.erase(it);
     return team;
   }
@@ -40,7 +40,7 @@ class Registry {
  private:
   std::mutex mutex_;
   uintptr_t next_id_ = 0xc0400010;
-  std::unordered_map<uintptr_t, std::shared_ptr<Team>> teams_;
+  std::unordered_map<uintptr_t, std::shared_ptr<TeamImpl>> teams_;
 };
 
 Registry &registry() {
@@ -48,7 +48,7 @@ Registry &registry() {
   return *r;
 }
 
-Status lookup(cohort_team_t handle, std::shared_ptr<Team> *team) {
+Status lookup(cohort_team_t handle, std::shared_ptr<TeamImpl> *team) {
   if (handle == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team is NULL");
   *team = registry().find(handle);
   if (!*team) {
@@ -60,7 +60,7 @@ Status lookup(cohort_team_t handle, std::shared_ptr<Team> *team) {
 }
 
 // Looks the handle up and checks the team finished creation.
-Status ready_team(cohort_team_t handle, std::shared_ptr<Team> *team) {
+Status ready_team(cohort_team_t handle, std::shared_ptr<TeamImpl> *team) {
   Status s = lookup(handle, team);
   return is_error(s) ? s : (*team)->check_ready();
 }
@@ -84,9 +84,9 @@ Status check_mpi_comm(MPI_Comm comm) {
 }
 
 template <typename T>
-Status query(cohort_team_t handle, T *out, const char *what, T (*get)(const Team &)) {
+Status query(cohort_team_t handle, T *out, const char *what, T (*get)(const TeamImpl &)) {
   if (out == nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s (output) is NULL", what);
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = ready_team(handle, &team);
   if (is_error(s)) return s;
   *out = get(*team);
@@ -94,23 +94,23 @@ Status query(cohort_team_t handle, T *out, const char *what, T (*get)(const Team
 }
 
 Status post_mpi_checked(MPI_Comm comm, const cohort_team_config_t *config, cohort_team_t *out,
-                        std::shared_ptr<Team> *team) {
+                        std::shared_ptr<TeamImpl> *team) {
   if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
   Status s = check_mpi_comm(comm);
   if (is_error(s)) return s;
-  return Team::post_mpi(comm, false, config, team);
+  return TeamImpl::post_mpi(comm, false, config, team);
 }
 
 Status post_oob_checked(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                        cohort_team_t *out, std::shared_ptr<Team> *team) {
+                        cohort_team_t *out, std::shared_ptr<TeamImpl> *team) {
   if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
   Status s = validate_user_oob(oob);
   if (is_error(s)) return s;
-  return Team::post_oob(oob, config, team);
+  return TeamImpl::post_oob(oob, config, team);
 }
 
 // Blocking creation: the handle is returned only for a team every rank agreed is ready.
-Status finish_blocking(Status posted, const std::shared_ptr<Team> &team, cohort_team_t *out) {
+Status finish_blocking(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_team_t *out) {
   if (is_error(posted)) return posted;
   Status s = team->wait();
   if (is_error(s)) return s;
@@ -118,7 +118,7 @@ Status finish_blocking(Status posted, const std::shared_ptr<Team> &team, cohort_
   return COHORT_SUCCESS;
 }
 
-Status finish_post(Status posted, const std::shared_ptr<Team> &team, cohort_team_t *out) {
+Status finish_post(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_team_t *out) {
   if (is_error(posted)) return posted;
   *out = registry().add(team);
   return COHORT_SUCCESS;
@@ -128,27 +128,27 @@ Status finish_post(Status posted, const std::shared_ptr<Team> &team, cohort_team
 }  // namespace cohort
 
 using cohort::Status;
-using cohort::Team;
+using cohort::TeamImpl;
 
 extern "C" {
 
 cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  std::shared_ptr<Team> created;
+  std::shared_ptr<TeamImpl> created;
   Status posted = cohort::post_mpi_checked(comm, config, team, &created);
   return cohort::finish_blocking(posted, created, team);
 }
 
 cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  std::shared_ptr<Team> created;
+  std::shared_ptr<TeamImpl> created;
   Status posted = cohort::post_mpi_checked(comm, config, team, &created);
   return cohort::finish_post(posted, created, team);
 }
 
 cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  std::shared_ptr<Team> created;
+  std::shared_ptr<TeamImpl> created;
   Status posted = cohort::post_oob_checked(oob, config, team, &created);
   return cohort::finish_blocking(posted, created, team);
 }
@@ -156,13 +156,13 @@ cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_tea
 cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
                                             const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  std::shared_ptr<Team> created;
+  std::shared_ptr<TeamImpl> created;
   Status posted = cohort::post_oob_checked(oob, config, team, &created);
   return cohort::finish_post(posted, created, team);
 }
 
 cohort_status_t cohort_team_create_test(cohort_team_t handle) {
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::lookup(handle, &team);
   return cohort::is_error(s) ? s : team->progress();
 }
@@ -170,10 +170,10 @@ cohort_status_t cohort_team_create_test(cohort_team_t handle) {
 cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
                                   const cohort_team_config_t *config, cohort_team_t *child) {
   if (child == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "child (output) is NULL");
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::lookup(parent, &team);
   if (cohort::is_error(s)) return s;
-  std::shared_ptr<Team> created;
+  std::shared_ptr<TeamImpl> created;
   s = team->split(color, key, config, &created);
   if (cohort::is_error(s)) return s;
   *child = created ? cohort::registry().add(std::move(created)) : nullptr;
@@ -182,7 +182,7 @@ cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
 
 cohort_status_t cohort_team_destroy(cohort_team_t handle) {
   if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "team is NULL");
-  std::shared_ptr<Team> team = cohort::registry().remove(handle);
+  std::shared_ptr<TeamImpl> team = cohort::registry().remove(handle);
   if (!team) {
     return cohort::failf(COHORT_ERR_INVALID_ARG,
                          "team handle %p is not a live team (destroyed twice, or never created)",
@@ -192,7 +192,7 @@ cohort_status_t cohort_team_destroy(cohort_team_t handle) {
 }
 
 cohort_status_t cohort_team_abort(cohort_team_t handle) {
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::lookup(handle, &team);
   if (cohort::is_error(s)) return s;
   team->abort();
@@ -203,7 +203,7 @@ cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_
   if (async_error == nullptr) {
     return cohort::fail(COHORT_ERR_INVALID_ARG, "async_error (output) is NULL");
   }
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::lookup(handle, &team);
   if (cohort::is_error(s)) return s;
   *async_error = team->async_error();
@@ -211,45 +211,45 @@ cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_
 }
 
 cohort_status_t cohort_team_size(cohort_team_t team, int *size) {
-  return cohort::query<int>(team, size, "size", [](const Team &t) { return t.size(); });
+  return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.size(); });
 }
 
 cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
-  return cohort::query<int>(team, rank, "rank", [](const Team &t) { return t.rank(); });
+  return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.rank(); });
 }
 
 cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
-  return cohort::query<int>(team, device, "device", [](const Team &t) { return t.cuda_device(); });
+  return cohort::query<int>(team, device, "device", [](const TeamImpl &t) { return t.cuda_device(); });
 }
 
 cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
   return cohort::query<int>(team, node_count, "node_count",
-                            [](const Team &t) { return t.layout().node_count; });
+                            [](const TeamImpl &t) { return t.layout().node_count; });
 }
 
 cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index) {
   return cohort::query<int>(team, node_index, "node_index",
-                            [](const Team &t) { return t.layout().node_of_rank[t.rank()]; });
+                            [](const TeamImpl &t) { return t.layout().node_of_rank[t.rank()]; });
 }
 
 cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank) {
   return cohort::query<int>(team, local_rank, "local_rank",
-                            [](const Team &t) { return t.layout().local_rank[t.rank()]; });
+                            [](const TeamImpl &t) { return t.layout().local_rank[t.rank()]; });
 }
 
 cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size) {
   return cohort::query<int>(team, local_size, "local_size",
-                            [](const Team &t) { return t.layout().local_size[t.rank()]; });
+                            [](const TeamImpl &t) { return t.layout().local_size[t.rank()]; });
 }
 
 cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id) {
   return cohort::query<uint64_t>(team, host_id, "host_id",
-                                 [](const Team &t) { return t.peers()[t.rank()].host_id; });
+                                 [](const TeamImpl &t) { return t.peers()[t.rank()].host_id; });
 }
 
 cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_peer_info_t *info) {
   if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::ready_team(handle, &team);
   if (cohort::is_error(s)) return s;
   if (rank < 0 || rank >= team->size()) {
@@ -263,7 +263,7 @@ cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_pee
 
 cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {
   if (report == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "report (output) is NULL");
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::ready_team(handle, &team);
   if (cohort::is_error(s)) return s;
   *report = team->report();
@@ -274,7 +274,7 @@ cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, 
   if (buf == nullptr || len == 0) {
     return cohort::fail(COHORT_ERR_INVALID_ARG, "buf is NULL or len is 0");
   }
-  std::shared_ptr<Team> team;
+  std::shared_ptr<TeamImpl> team;
   Status s = cohort::ready_team(handle, &team);
   if (cohort::is_error(s)) return s;
   std::string text = cohort::format_init_report(team->report(), team->size());

@@ -13,6 +13,7 @@
 #include "cohort.h"
 #include "core/oob.h"
 #include "core/oob_mpi.h"
+#include "team/checkin.h"
 #include "team/config.h"
 #include "team/node_layout.h"
 #include "team/peer.h"
@@ -20,14 +21,15 @@
 
 namespace cohort {
 
-class Team {
+// Internal; the public C++ wrapper is cohort::Team in cohort.hpp.
+class TeamImpl {
  public:
   // Post creation over `comm`; with owns_comm the team frees comm when destroyed.
   static Status post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
-                         std::shared_ptr<Team> *out);
+                         std::shared_ptr<TeamImpl> *out);
   static Status post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                         std::shared_ptr<Team> *out);
-  ~Team();
+                         std::shared_ptr<TeamImpl> *out);
+  ~TeamImpl();
 
   // One nonblocking step of creation: COHORT_SUCCESS when ready, COHORT_IN_PROGRESS, or the
   // error every rank agreed on (repeated, with its message, on every later call).
@@ -41,10 +43,11 @@ class Team {
   }
 
   Status split(int color, int key, const cohort_team_config_t *config,
-               std::shared_ptr<Team> *child);
+               std::shared_ptr<TeamImpl> *child);
   void abort();
   // COHORT_SUCCESS once ready; otherwise the reason the team cannot be used.
   Status check_ready() const;
+  Status ready_locked() const;  // check_ready() with mutex_ held
   Status async_error() const;
 
   int size() const { return size_; }
@@ -57,8 +60,7 @@ class Team {
 
  private:
   enum class Stage {
-    kArrive,
-    kConfirm,
+    kCheckIn,
     kDup,
     kPeerInfo,
     kLocalRanks,
@@ -77,11 +79,11 @@ class Team {
     int64_t deadline_ns = 0;
   };
 
-  Team() = default;
+  TeamImpl() = default;
   void begin(Status config_status);
   Status step();
-  Status step_arrive();
-  Status step_confirm();
+  Status step_checkin();
+  Status step_oob_arrive();
   Status step_dup();
   Status step_peer_info();
   Status step_local_ranks();
@@ -102,10 +104,13 @@ class Team {
   void end_phase(Phase phase);
   Status finish_failed(Status status);
   void release();
+  void abandon_creation();
+  // Sends "this rank gave up" (status, last_error()) to every peer on the private comm.
+  Status notify_gave_up(Status status);
   std::string describe(int rank) const;
 
   mutable std::mutex mutex_;
-  Stage stage_ = Stage::kArrive;
+  Stage stage_ = Stage::kCheckIn;
   uint64_t transitions_ = 0;
   Status status_ = COHORT_IN_PROGRESS;
   std::string error_;  // message of the failure every rank agreed on
@@ -118,13 +123,12 @@ class Team {
   // Where creation runs: the user's communicator (check-in), then the private duplicate.
   MPI_Comm user_comm_ = MPI_COMM_NULL;
   bool owns_user_comm_ = false;
-  std::unique_ptr<Oob> checkin_oob_;
-  std::unique_ptr<Oob> oob_;  // private duplicate (MPI) or the caller's OOB
+  std::unique_ptr<CheckIn> checkin_;  // MPI teams; a caller's OOB checks in by allgather
+  std::unique_ptr<Oob> oob_;          // private duplicate (MPI) or the caller's OOB
   MPI_Comm dup_comm_ = MPI_COMM_NULL;
   MPI_Request dup_request_ = MPI_REQUEST_NULL;
   int64_t dup_deadline_ns_ = 0;
   Exchange exchange_;
-  int split_sequence_ = 0;
 
   int size_ = 0;
   int rank_ = 0;

@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/oob_user.h"
+#include "team/lingering.h"
 #include "team/rank_list.h"
 #include "team/report.h"
 #include "team/team.h"
@@ -14,17 +15,16 @@
 namespace cohort {
 namespace {
 
-// Private-communicator channels; check-in runs on the user's communicator at the top of the
-// tag range instead (channel 0 arrive, 1 confirm), away from application tags.
-constexpr int kArriveChannel = 0;
-constexpr int kConfirmChannel = 1;
+// Check-in runs on the user's communicator on the top tag of the tag range, away from
+// application tags; everything after it on the team's private communicator, by channel.
+constexpr int kArriveChannel = 0;  // a caller's OOB has no tags: channel is ignored there
 // Private-communicator channel for "I gave up" notices (never used on the user's comm, where
 // a notice could outlive the failed attempt and spoil the next one).
 constexpr int kNoticeChannel = 15;
 
 int channel_of(Phase phase) { return static_cast<int>(phase); }
 
-// What the missing ranks did not do, and the likely reason, for a timed-out step.
+// What the missing ranks of a timed-out exchange after check-in did not do, and why.
 struct MissingText {
   const char *what;
   const char *why;
@@ -32,36 +32,43 @@ struct MissingText {
 
 MissingText missing_text(const char *step) {
   if (strcmp(step, "arrive") == 0) {
-    return {"never arrived", "Did every rank of the communicator call team creation (or split)?"};
-  }
-  if (strcmp(step, "confirm") == 0) {
-    return {"arrived but did not confirm",
-            "They gave up waiting before a late rank arrived: raise COHORT_INIT_TIMEOUT."};
+    return {"never arrived", "Did every rank call team creation?"};
   }
   return {"did not reach this phase", "They are stuck or failed in the previous phase, or exited."};
 }
 
 }  // namespace
 
-Status Team::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
-                      std::shared_ptr<Team> *out) {
-  std::shared_ptr<Team> team(new Team());
+Status TeamImpl::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
+                      std::shared_ptr<TeamImpl> *out) {
+  std::shared_ptr<TeamImpl> team(new TeamImpl());
   team->user_comm_ = comm;
   team->owns_user_comm_ = owns_comm;
-  team->checkin_oob_ = std::make_unique<MpiOob>(comm, mpi_tag_upper_bound(), true, false);
-  team->size_ = team->checkin_oob_->size();
-  team->rank_ = team->checkin_oob_->rank();
+  MPI_Comm_size(comm, &team->size_);
+  MPI_Comm_rank(comm, &team->rank_);
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   log_set_rank(world_rank);
   team->begin(resolve_config(config, &team->config_));
+  // A rank whose config is bad still checks in, carrying its error, so all fail alike.
+  CheckIn::Options checkin;
+  checkin.comm = comm;
+  checkin.tag_base = mpi_tag_upper_bound();
+  checkin.timeout_s = team->config_.init_timeout_s;
+  checkin.local_status = team->config_status_;
+  checkin.local_detail = team->config_error_;
+  if (!is_error(checkin.local_status)) {
+    checkin.local_status = team->local_phase_status(Phase::kCheckIn);
+    if (is_error(checkin.local_status)) checkin.local_detail = last_error();
+  }
+  team->checkin_ = std::make_unique<CheckIn>(checkin);
   *out = std::move(team);
   return COHORT_SUCCESS;
 }
 
-Status Team::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                      std::shared_ptr<Team> *out) {
-  std::shared_ptr<Team> team(new Team());
+Status TeamImpl::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                      std::shared_ptr<TeamImpl> *out) {
+  std::shared_ptr<TeamImpl> team(new TeamImpl());
   team->oob_ = std::make_unique<UserOob>(*oob);
   team->size_ = team->oob_->size();
   team->rank_ = team->oob_->rank();
@@ -70,7 +77,7 @@ Status Team::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *confi
   return COHORT_SUCCESS;
 }
 
-void Team::begin(Status config_status) {
+void TeamImpl::begin(Status config_status) {
   config_status_ = config_status;
   if (is_error(config_status)) config_error_ = last_error();
   public_name_ = config_.name;
@@ -80,12 +87,18 @@ void Team::begin(Status config_status) {
   public_config_.name = public_name_.c_str();
   create_start_ns_ = phase_start_ns_ = now_ns();
   COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
-                  config_.name.c_str(), rank_, size_, checkin_oob_ ? "mpi" : "user",
+                  config_.name.c_str(), rank_, size_, oob_ ? "a caller's" : "the MPI",
                   config_.init_timeout_s);
 }
 
-Status Team::progress() {
+Status TeamImpl::progress() {
+  progress_lingering();
   std::lock_guard<std::mutex> lock(mutex_);
+  bool uses_mpi = !oob_ || dynamic_cast<MpiOob *>(oob_.get()) != nullptr;
+  if (uses_mpi && stage_ < Stage::kDone && !mpi_usable()) {
+    return finish_failed(fail(COHORT_ERR_INVALID_USAGE,
+                              "team creation cannot continue: MPI is already finalised"));
+  }
   for (;;) {
     Stage before = stage_;
     Status s = step();
@@ -94,7 +107,7 @@ Status Team::progress() {
   }
 }
 
-Status Team::wait() {
+Status TeamImpl::wait() {
   Backoff backoff;
   uint64_t seen = 0;
   for (;;) {
@@ -107,10 +120,9 @@ Status Team::wait() {
   }
 }
 
-Status Team::step() {
+Status TeamImpl::step() {
   switch (stage_) {
-    case Stage::kArrive: return step_arrive();
-    case Stage::kConfirm: return step_confirm();
+    case Stage::kCheckIn: return checkin_ ? step_checkin() : step_oob_arrive();
     case Stage::kDup: return step_dup();
     case Stage::kPeerInfo: return step_peer_info();
     case Stage::kLocalRanks: return step_local_ranks();
@@ -123,8 +135,25 @@ Status Team::step() {
   return fail(COHORT_ERR_INTERNAL, "team in an unknown stage");
 }
 
-Status Team::step_arrive() {
-  Oob &oob = checkin_oob_ ? *checkin_oob_ : *oob_;
+Status TeamImpl::step_checkin() {
+  Status s = checkin_->progress();
+  if (s == COHORT_IN_PROGRESS) return s;
+  if (is_error(s)) return finish_failed(s);
+  arrivals_.resize(size_);
+  for (int r = 0; r < size_; ++r) arrivals_[r] = checkin_->records()[r].who;
+  checkin_.reset();
+  int rc = MPI_Comm_idup(user_comm_, &dup_comm_, &dup_request_);
+  if (rc != MPI_SUCCESS) {
+    return finish_failed(
+        failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s", mpi_error_string(rc).c_str()));
+  }
+  dup_deadline_ns_ = deadline_after(config_.init_timeout_s);
+  stage_ = Stage::kDup;
+  return COHORT_IN_PROGRESS;
+}
+
+// A caller's OOB is private to Cohort already: one allgather checks everyone in.
+Status TeamImpl::step_oob_arrive() {
   if (!exchange_.request) {
     Status local = config_status_;
     if (is_error(local)) {
@@ -133,7 +162,7 @@ Status Team::step_arrive() {
       local = local_phase_status(Phase::kCheckIn);
     }
     ArrivalRecord arrival = local_arrival();
-    return post_exchange(oob, Phase::kCheckIn, "arrive", kArriveChannel, local, &arrival,
+    return post_exchange(*oob_, Phase::kCheckIn, "arrive", kArriveChannel, local, &arrival,
                          sizeof(arrival));
   }
   Status s = poll_exchange();
@@ -141,37 +170,12 @@ Status Team::step_arrive() {
   arrivals_.resize(size_);
   for (int r = 0; r < size_; ++r) std::memcpy(&arrivals_[r], payload_of(r), sizeof(ArrivalRecord));
   exchange_.request.reset();
-  if (!checkin_oob_) {  // a caller's OOB is already private to us: check-in is done
-    end_phase(Phase::kCheckIn);
-    stage_ = Stage::kPeerInfo;
-  } else {
-    stage_ = Stage::kConfirm;
-  }
+  end_phase(Phase::kCheckIn);
+  stage_ = Stage::kPeerInfo;
   return COHORT_IN_PROGRESS;
 }
 
-// Arrival alone is not enough before duplicating the communicator: a rank that came after
-// the others timed out would find their arrival messages and enter MPI_Comm_idup alone.
-// Confirming that everyone saw everyone first keeps the collective dup from ever hanging.
-Status Team::step_confirm() {
-  if (!exchange_.request) {
-    return post_exchange(*checkin_oob_, Phase::kCheckIn, "confirm", kConfirmChannel, COHORT_SUCCESS,
-                         nullptr, 0);
-  }
-  Status s = poll_exchange();
-  if (s != COHORT_SUCCESS) return s;
-  exchange_.request.reset();
-  int rc = MPI_Comm_idup(user_comm_, &dup_comm_, &dup_request_);
-  if (rc != MPI_SUCCESS) {
-    return finish_failed(
-        failf(COHORT_ERR_MPI, "MPI_Comm_idup in phase check-in: %s", mpi_error_string(rc).c_str()));
-  }
-  dup_deadline_ns_ = now_ns() + static_cast<int64_t>(config_.init_timeout_s * 1e9);
-  stage_ = Stage::kDup;
-  return COHORT_IN_PROGRESS;
-}
-
-Status Team::step_dup() {
+Status TeamImpl::step_dup() {
   int done = 0;
   int rc = MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) {
@@ -180,16 +184,17 @@ Status Team::step_dup() {
   }
   if (!done) {
     if (now_ns() < dup_deadline_ns_) return COHORT_IN_PROGRESS;
-    return finish_failed(failf(COHORT_ERR_TIMEOUT,
-                               "team creation timed out in phase check-in after %.2f s: "
-                               "MPI_Comm_idup of the communicator did not complete although "
-                               "every rank had confirmed",
-                               config_.init_timeout_s));
+    return finish_failed(failf(
+        COHORT_ERR_TIMEOUT,
+        "team creation timed out in phase check-in after %.2f s: MPI_Comm_idup of the "
+        "communicator did not complete although every rank had confirmed: a rank gave up at the "
+        "very moment the others confirmed, or stopped making progress. The communicator now has "
+        "a pending collective; creating communicators from it may hang: abort the job",
+        config_.init_timeout_s));
   }
   MPI_Comm_set_errhandler(dup_comm_, MPI_ERRORS_RETURN);
   oob_ = std::make_unique<MpiOob>(dup_comm_, 0, false, true);
   dup_comm_ = MPI_COMM_NULL;  // owned by oob_ now
-  checkin_oob_.reset();
   if (owns_user_comm_) {
     MPI_Comm_free(&user_comm_);
     owns_user_comm_ = false;
@@ -200,7 +205,7 @@ Status Team::step_dup() {
   return COHORT_IN_PROGRESS;
 }
 
-Status Team::step_peer_info() {
+Status TeamImpl::step_peer_info() {
   if (!exchange_.request) {
     PeerRecord local_peer;
     std::memset(&local_peer, 0, sizeof(local_peer));
@@ -219,7 +224,7 @@ Status Team::step_peer_info() {
   return COHORT_IN_PROGRESS;
 }
 
-Status Team::step_local_ranks() {
+Status TeamImpl::step_local_ranks() {
   if (!exchange_.request) {
     std::vector<uint64_t> host_ids(size_);
     for (int r = 0; r < size_; ++r) host_ids[r] = peers_[r].host_id;
@@ -246,7 +251,7 @@ Status Team::step_local_ranks() {
   return COHORT_IN_PROGRESS;
 }
 
-Status Team::step_ready() {
+Status TeamImpl::step_ready() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kReady);
     return post_exchange(*oob_, Phase::kReady, "ready", channel_of(Phase::kReady), s, phase_ns_,
@@ -276,7 +281,7 @@ Status Team::step_ready() {
   return COHORT_SUCCESS;
 }
 
-Status Team::post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
+Status TeamImpl::post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
                            const void *payload, size_t payload_len) {
   std::vector<char> record(sizeof(PhaseHeader) + payload_len, 0);
   PhaseHeader header;
@@ -290,7 +295,7 @@ Status Team::post_exchange(Oob &oob, Phase phase, const char *step, int channel,
   exchange_.phase = phase;
   exchange_.step = step;
   exchange_.record_len = record.size();
-  exchange_.deadline_ns = now_ns() + static_cast<int64_t>(config_.init_timeout_s * 1e9);
+  exchange_.deadline_ns = deadline_after(config_.init_timeout_s);
   Status s = oob.allgather(record.data(), record.size(), channel, &exchange_.request);
   if (is_error(s)) {
     return finish_failed(failf(s, "team creation failed in phase %s (%s): %s", phase_name(phase),
@@ -301,7 +306,7 @@ Status Team::post_exchange(Oob &oob, Phase phase, const char *step, int channel,
   return COHORT_IN_PROGRESS;
 }
 
-Status Team::poll_exchange() {
+Status TeamImpl::poll_exchange() {
   Status s = poll_notices();
   if (is_error(s)) return s;
   s = exchange_.request->test();
@@ -330,7 +335,7 @@ Status Team::poll_exchange() {
 }
 
 // Every rank holds the same records, so every rank picks the same first failing rank.
-Status Team::agreed_failure(const char *records) {
+Status TeamImpl::agreed_failure(const char *records) {
   for (int r = 0; r < size_; ++r) {
     PhaseHeader header;
     std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
@@ -344,7 +349,7 @@ Status Team::agreed_failure(const char *records) {
   return COHORT_SUCCESS;
 }
 
-Status Team::timeout_failure() {
+Status TeamImpl::timeout_failure() {
   bool known = false;
   std::vector<int> absent = exchange_.request->absent(&known);
   const char *phase = phase_name(exchange_.phase);
@@ -358,36 +363,37 @@ Status Team::timeout_failure() {
   }
   std::string who;
   constexpr size_t kDescribed = 8;
-  // Tell the ranks still waiting in this exchange why it ends, rather than let each wait out
-  // its own timeout or, having received every part, go on alone.
-  auto notify = [&](Status status) {
-    if (!private_oob_ready()) return status;
-    PhaseHeader notice;
-    std::memset(&notice, 0, sizeof(notice));
-    notice.magic = kRecordMagic;
-    notice.phase = static_cast<int32_t>(exchange_.phase);
-    notice.status = status;
-    std::strncpy(notice.detail, last_error().c_str(), kDetailBytes - 1);
-    oob_->notify_all(&notice, sizeof(notice), kNoticeChannel);
-    return status;
-  };
   for (size_t i = 0; i < absent.size() && i < kDescribed; ++i) {
     who += (i == 0 ? "" : "; ") + describe(absent[i]);
   }
   if (absent.size() > kDescribed) who += "; all missing: " + format_rank_list(absent);
   MissingText text = missing_text(exchange_.step);
-  return finish_failed(notify(failf(
+  // Tell the ranks still waiting in this exchange why it ends, rather than let each wait out
+  // its own timeout or, having received every part, go on alone.
+  return finish_failed(notify_gave_up(failf(
       COHORT_ERR_TIMEOUT,
       "team creation timed out in phase %s after %.2f s: %zu of %d ranks "
       "%s: %s. %s",
       phase, config_.init_timeout_s, absent.size(), size_, text.what, who.c_str(), text.why)));
 }
 
-bool Team::private_oob_ready() const {
+Status TeamImpl::notify_gave_up(Status status) {
+  if (!private_oob_ready()) return status;
+  PhaseHeader notice;
+  std::memset(&notice, 0, sizeof(notice));
+  notice.magic = kRecordMagic;
+  notice.phase = static_cast<int32_t>(exchange_.phase);
+  notice.status = status;
+  std::strncpy(notice.detail, last_error().c_str(), kDetailBytes - 1);
+  oob_->notify_all(&notice, sizeof(notice), kNoticeChannel);
+  return status;
+}
+
+bool TeamImpl::private_oob_ready() const {
   return oob_ != nullptr && stage_ >= Stage::kPeerInfo && stage_ <= Stage::kReady;
 }
 
-Status Team::poll_notices() {
+Status TeamImpl::poll_notices() {
   if (!private_oob_ready()) return COHORT_SUCCESS;
   PhaseHeader notice;
   int from = -1;
@@ -399,11 +405,11 @@ Status Team::poll_notices() {
                              phase_name(exchange_.phase), describe(from).c_str(), notice.detail));
 }
 
-const char *Team::payload_of(int rank) const {
+const char *TeamImpl::payload_of(int rank) const {
   return exchange_.request->result() + rank * exchange_.record_len + sizeof(PhaseHeader);
 }
 
-Status Team::local_phase_status(Phase phase) {
+Status TeamImpl::local_phase_status(Phase phase) {
   const InjectedFailure &inject = config_.inject;
   if (!inject.active || inject.phase != phase || inject.rank != rank_) return COHORT_SUCCESS;
   if (inject.stall) {
@@ -417,7 +423,7 @@ Status Team::local_phase_status(Phase phase) {
                phase_name(phase), rank_);
 }
 
-void Team::end_phase(Phase phase) {
+void TeamImpl::end_phase(Phase phase) {
   int64_t now = now_ns();
   phase_ns_[static_cast<int>(phase)] = now - phase_start_ns_;
   phase_start_ns_ = now;
@@ -425,7 +431,7 @@ void Team::end_phase(Phase phase) {
                    phase_ns_[static_cast<int>(phase)] / 1e6);
 }
 
-Status Team::finish_failed(Status status) {
+Status TeamImpl::finish_failed(Status status) {
   error_ = last_error();
   status_ = status;
   stage_ = Stage::kFailed;
@@ -435,7 +441,7 @@ Status Team::finish_failed(Status status) {
   return fail(status, error_);
 }
 
-std::string Team::describe(int rank) const {
+std::string TeamImpl::describe(int rank) const {
   if (rank >= 0 && rank < static_cast<int>(peers_.size())) {
     return describe_rank(peers_[rank].host_label, peers_[rank].pid, rank);
   }

@@ -466,8 +466,18 @@ void scenario_fake_nodes() {
 }
 
 // Open MPI hands out the lowest free Fortran handle index to a new communicator or group: if
-// the indices of fresh objects grew over the cycles, some were never freed.
+// the indices of fresh objects grew over the cycles, some were never freed.  A freed
+// communicator stays allocated while sends on it are still being completed, so first let
+// every rank receive everything (barrier) and let Cohort reap its finished sends (any team
+// creation does; one on MPI_COMM_SELF sends nothing new).
 int fresh_mpi_handle_index() {
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort_team_config_t self_cfg;
+  cohort_team_config_init(&self_cfg);
+  self_cfg.cuda_device = COHORT_DEVICE_NONE;
+  cohort_team_t self_team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_SELF, &self_cfg, &self_team), COHORT_SUCCESS);
+  if (self_team != nullptr) cohort_team_destroy(self_team);
   MPI_Comm comm;
   MPI_Group group;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);

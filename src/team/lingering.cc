@@ -1,0 +1,101 @@
+#include "team/lingering.h"
+
+#include <mutex>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/oob_mpi.h"
+
+namespace cohort {
+namespace {
+
+struct LingeringList {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Lingering>> work;
+  bool finalize_hook = false;
+};
+
+LingeringList &lingering() {
+  static LingeringList *list = new LingeringList();
+  return *list;
+}
+
+// Runs at the start of MPI_Finalize (attributes of MPI_COMM_SELF are deleted first).
+int finish_at_finalize(MPI_Comm, int, void *, void *) {
+  Backoff backoff;
+  for (;;) {
+    progress_lingering();
+    {
+      std::lock_guard<std::mutex> lock(lingering().mutex);
+      if (lingering().work.empty()) return MPI_SUCCESS;
+    }
+    backoff.pause();
+  }
+}
+
+void install_finalize_hook_locked(LingeringList &list) {
+  if (list.finalize_hook || !mpi_usable()) return;
+  int keyval = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finish_at_finalize, &keyval, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+  list.finalize_hook = true;
+}
+
+}  // namespace
+
+Lingering::Lingering(std::unique_ptr<CheckIn> checkin, MPI_Comm comm, bool owns_comm,
+                     MPI_Comm dup, MPI_Request dup_request, int64_t deadline_ns)
+    : checkin_(std::move(checkin)),
+      comm_(comm),
+      owns_comm_(owns_comm),
+      dup_(dup),
+      dup_request_(dup_request),
+      deadline_ns_(deadline_ns) {}
+
+Lingering::~Lingering() {
+  if (owns_comm_ && comm_ != MPI_COMM_NULL && mpi_usable()) MPI_Comm_free(&comm_);
+}
+
+bool Lingering::progress() {
+  if (!mpi_usable()) return true;
+  if (checkin_) {
+    Status s = checkin_->progress();
+    if (s == COHORT_IN_PROGRESS) return false;
+    checkin_.reset();
+    if (s != COHORT_SUCCESS) return true;  // the check-in failed everywhere: no dup follows
+    MPI_Comm_idup(comm_, &dup_, &dup_request_);
+  }
+  if (dup_request_ == MPI_REQUEST_NULL) return true;
+  int done = 0;
+  MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
+  if (done) {
+    MPI_Comm_free(&dup_);
+    return true;
+  }
+  if (now_ns() < deadline_ns_) return false;
+  COHORT_LOG_WARN(INIT,
+                  "an abandoned team's MPI_Comm_idup did not complete by its deadline: some "
+                  "rank never joined it; communicator creation on its parent may hang");
+  return true;
+}
+
+void linger(std::unique_ptr<Lingering> work) {
+  LingeringList &list = lingering();
+  std::lock_guard<std::mutex> lock(list.mutex);
+  install_finalize_hook_locked(list);
+  list.work.push_back(std::move(work));
+}
+
+void progress_lingering() {
+  LingeringList &list = lingering();
+  std::lock_guard<std::mutex> lock(list.mutex);
+  if (list.work.empty()) return;
+  size_t kept = 0;
+  for (auto &work : list.work) {
+    if (!work->progress()) list.work[kept++] = std::move(work);
+  }
+  list.work.resize(kept);
+}
+
+}  // namespace cohort
