@@ -55,7 +55,9 @@ int cohort_version(void);
 /* A generic out-of-band allgather, as UCC's ucc_oob_coll: Cohort calls allgather() with
  * msglen bytes per rank and polls req_test() until it returns COHORT_SUCCESS, then calls
  * req_free().  req_test returns COHORT_IN_PROGRESS while pending and an error status on
- * failure.  A team created this way cannot name which rank is missing on a timeout, and
+ * failure.  On a timeout, abort or destroy, req_free() is also called on a request that is
+ * still pending: the OOB must then release it without waiting (Cohort leaves the buffers it
+ * passed alive).  A team created this way cannot name which rank is missing on a timeout, and
  * cannot be split (use cohort_team_create_mpi for both). */
 typedef struct cohort_oob {
   cohort_status_t (*allgather)(const void *sbuf, void *rbuf, size_t msglen, void *coll_info,
@@ -99,7 +101,9 @@ typedef struct cohort_team *cohort_team_t;
 
 /* Collective over comm; blocks until every rank agrees on the outcome.  config may be NULL.
  * On failure every rank returns the same status, naming the first failing rank and phase
- * (or, for COHORT_ERR_TIMEOUT, the ranks that never arrived). */
+ * (or, for COHORT_ERR_TIMEOUT, the ranks that never arrived).  Check-in messages use the 64
+ * tags at the top of comm's tag range (MPI_TAG_UB - 63 .. MPI_TAG_UB); the application must
+ * not use them on comm.  Everything after check-in runs on a private duplicate of comm. */
 cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
                                        cohort_team_t *team);
 
@@ -127,8 +131,12 @@ cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
  * return COHORT_ERR_INVALID_ARG).  Local: needs no other rank. */
 cohort_status_t cohort_team_destroy(cohort_team_t team);
 
-/* Stops the team now, also during a nonblocking creation, without waiting for peers.  The
- * handle stays valid: later calls on it return COHORT_ERR_ABORTED; destroy frees it. */
+/* Stops the team now, also during a nonblocking creation, without waiting for peers: they
+ * fail at once with a message naming this rank.  (If this rank had already confirmed its
+ * check-in, the communicator duplication the others may be in is finished in the background,
+ * by MPI_Finalize at the latest.)  The handle stays valid: later calls on it return
+ * COHORT_ERR_ABORTED; destroy frees it.  Calling it from another thread than the one driving
+ * the team needs MPI_THREAD_MULTIPLE. */
 cohort_status_t cohort_team_abort(cohort_team_t team);
 
 /* COHORT_SUCCESS, COHORT_IN_PROGRESS while a nonblocking creation runs, or the error that
@@ -152,7 +160,7 @@ typedef struct cohort_peer_info {
   int local_rank;
   int pid;
   uint64_t host_id;
-  char hostname[64];
+  char hostname[64];  /* host label: COHORT_HOST_ID when set, else the hostname */
   int cuda_device;  /* ordinal in that process, -1: none */
   char bus_id[32];  /* "0000:3b:00.0", "" without GPU */
   uint8_t uuid[16]; /* GPU UUID, zero without GPU */

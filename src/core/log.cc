@@ -16,9 +16,9 @@ namespace {
 
 struct LogState {
   std::mutex mutex;
-  bool loaded = false;
-  LogLevel level = LogLevel::kWarn;
-  uint64_t subsys = ~0ull;
+  std::atomic<bool> loaded{false};
+  std::atomic<LogLevel> level{LogLevel::kWarn};
+  std::atomic<uint64_t> subsys{~0ull};
   FILE *out = stderr;
   char host[64] = "?";
 };
@@ -46,10 +46,12 @@ void load_locked(LogState &s) {
     level = 1;
   }
   s.level = static_cast<LogLevel>(level);
-  if (is_error(param_list("DEBUG_SUBSYS", &s.subsys))) {
+  uint64_t subsys = ~0ull;
+  if (is_error(param_list("DEBUG_SUBSYS", &subsys))) {
     fprintf(stderr, "cohort: %s; logging all subsystems\n", last_error().c_str());
-    s.subsys = ~0ull;
+    subsys = ~0ull;
   }
+  s.subsys = subsys;
   if (s.out != stderr) fclose(s.out);
   s.out = stderr;
   std::string file;

@@ -34,8 +34,10 @@ class UserAllgatherRequest final : public OobRequest {
     if (done_) return COHORT_SUCCESS;
     Status s = oob_.req_test(request_);
     if (s == COHORT_SUCCESS) done_ = true;
-    if (is_error(s)) return failf(s, "OOB req_test returned %s", cohort_status_string(s));
-    return s;
+    if (s == COHORT_SUCCESS || s == COHORT_IN_PROGRESS) return s;
+    return failf(is_error(s) ? s : COHORT_ERR_INVALID_USAGE,
+                 "OOB req_test returned %s (%d); expected COHORT_SUCCESS or COHORT_IN_PROGRESS",
+                 cohort_status_string(s), static_cast<int>(s));
   }
 
   const char *result() const override { return recv_; }
@@ -70,6 +72,10 @@ Status validate_user_oob(const cohort_oob_t *oob) {
   if (oob->req_test == nullptr) return fail(COHORT_ERR_INVALID_ARG, "oob->req_test is NULL");
   if (oob->req_free == nullptr) return fail(COHORT_ERR_INVALID_ARG, "oob->req_free is NULL");
   if (oob->size == 0) return fail(COHORT_ERR_INVALID_ARG, "oob->size is 0");
+  if (oob->size > (1u << 24)) {
+    return failf(COHORT_ERR_INVALID_ARG, "oob->size %u is beyond the %u ranks a team may have",
+                 oob->size, 1u << 24);
+  }
   if (oob->rank >= oob->size) {
     return failf(COHORT_ERR_INVALID_ARG, "oob->rank %u is not below oob->size %u", oob->rank,
                  oob->size);

@@ -1,6 +1,8 @@
 // The C API of teams.  Handles are opaque ids looked up in a registry, never dereferenced,
 // so a destroyed or forged handle gets a named error instead of a crash.
 #include <cstring>
+#include <exception>
+#include <new>
 #include <mutex>
 #include <unordered_map>
 
@@ -124,6 +126,20 @@ Status finish_post(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_
   return COHORT_SUCCESS;
 }
 
+// Exceptions never cross the C API: an allocation failure becomes COHORT_ERR_NO_MEMORY.
+template <typename Body>
+Status guarded(const char *call, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", call);
+  } catch (const std::exception &e) {
+    return failf(COHORT_ERR_INTERNAL, "%s: %s", call, e.what());
+  } catch (...) {
+    return failf(COHORT_ERR_INTERNAL, "%s: unknown exception", call);
+  }
+}
+
 }  // namespace
 }  // namespace cohort
 
@@ -134,153 +150,195 @@ extern "C" {
 
 cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  std::shared_ptr<TeamImpl> created;
-  Status posted = cohort::post_mpi_checked(comm, config, team, &created);
-  return cohort::finish_blocking(posted, created, team);
+  return cohort::guarded("cohort_team_create_mpi", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> created;
+    Status posted = cohort::post_mpi_checked(comm, config, team, &created);
+    return cohort::finish_blocking(posted, created, team);
+  });
 }
 
 cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  std::shared_ptr<TeamImpl> created;
-  Status posted = cohort::post_mpi_checked(comm, config, team, &created);
-  return cohort::finish_post(posted, created, team);
+  return cohort::guarded("cohort_team_create_mpi_post", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> created;
+    Status posted = cohort::post_mpi_checked(comm, config, team, &created);
+    return cohort::finish_post(posted, created, team);
+  });
 }
 
 cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  std::shared_ptr<TeamImpl> created;
-  Status posted = cohort::post_oob_checked(oob, config, team, &created);
-  return cohort::finish_blocking(posted, created, team);
+  return cohort::guarded("cohort_team_create_oob", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> created;
+    Status posted = cohort::post_oob_checked(oob, config, team, &created);
+    return cohort::finish_blocking(posted, created, team);
+  });
 }
 
 cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
                                             const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  std::shared_ptr<TeamImpl> created;
-  Status posted = cohort::post_oob_checked(oob, config, team, &created);
-  return cohort::finish_post(posted, created, team);
+  return cohort::guarded("cohort_team_create_oob_post", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> created;
+    Status posted = cohort::post_oob_checked(oob, config, team, &created);
+    return cohort::finish_post(posted, created, team);
+  });
 }
 
 cohort_status_t cohort_team_create_test(cohort_team_t handle) {
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::lookup(handle, &team);
-  return cohort::is_error(s) ? s : team->progress();
+  return cohort::guarded("cohort_team_create_test", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::lookup(handle, &team);
+    return cohort::is_error(s) ? s : team->progress();
+  });
 }
 
 cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
                                   const cohort_team_config_t *config, cohort_team_t *child) {
-  if (child == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "child (output) is NULL");
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::lookup(parent, &team);
-  if (cohort::is_error(s)) return s;
-  std::shared_ptr<TeamImpl> created;
-  s = team->split(color, key, config, &created);
-  if (cohort::is_error(s)) return s;
-  *child = created ? cohort::registry().add(std::move(created)) : nullptr;
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_split", [&]() -> cohort_status_t {
+    if (child == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "child (output) is NULL");
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::lookup(parent, &team);
+    if (cohort::is_error(s)) return s;
+    std::shared_ptr<TeamImpl> created;
+    s = team->split(color, key, config, &created);
+    if (cohort::is_error(s)) return s;
+    *child = created ? cohort::registry().add(std::move(created)) : nullptr;
+    return COHORT_SUCCESS;
+  });
 }
 
 cohort_status_t cohort_team_destroy(cohort_team_t handle) {
-  if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "team is NULL");
-  std::shared_ptr<TeamImpl> team = cohort::registry().remove(handle);
-  if (!team) {
-    return cohort::failf(COHORT_ERR_INVALID_ARG,
-                         "team handle %p is not a live team (destroyed twice, or never created)",
-                         static_cast<void *>(handle));
-  }
-  return COHORT_SUCCESS;  // the last reference releases the team
+  return cohort::guarded("cohort_team_destroy", [&]() -> cohort_status_t {
+    if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "team is NULL");
+    std::shared_ptr<TeamImpl> team = cohort::registry().remove(handle);
+    if (!team) {
+      return cohort::failf(COHORT_ERR_INVALID_ARG,
+                           "team handle %p is not a live team (destroyed twice, or never created)",
+                           static_cast<void *>(handle));
+    }
+    return COHORT_SUCCESS;  // the last reference releases the team
+  });
 }
 
 cohort_status_t cohort_team_abort(cohort_team_t handle) {
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::lookup(handle, &team);
-  if (cohort::is_error(s)) return s;
-  team->abort();
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_abort", [&]() -> cohort_status_t {
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::lookup(handle, &team);
+    if (cohort::is_error(s)) return s;
+    team->abort();
+    return COHORT_SUCCESS;
+  });
 }
 
 cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_t *async_error) {
-  if (async_error == nullptr) {
-    return cohort::fail(COHORT_ERR_INVALID_ARG, "async_error (output) is NULL");
-  }
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::lookup(handle, &team);
-  if (cohort::is_error(s)) return s;
-  *async_error = team->async_error();
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_get_async_error", [&]() -> cohort_status_t {
+    if (async_error == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "async_error (output) is NULL");
+    }
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::lookup(handle, &team);
+    if (cohort::is_error(s)) return s;
+    *async_error = team->async_error();
+    return COHORT_SUCCESS;
+  });
 }
 
 cohort_status_t cohort_team_size(cohort_team_t team, int *size) {
-  return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.size(); });
+  return cohort::guarded("cohort_team_size", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.size(); });
+  });
 }
 
 cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
-  return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.rank(); });
+  return cohort::guarded("cohort_team_rank", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.rank(); });
+  });
 }
 
 cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
-  return cohort::query<int>(team, device, "device", [](const TeamImpl &t) { return t.cuda_device(); });
+  return cohort::guarded("cohort_team_cuda_device", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, device, "device",
+                              [](const TeamImpl &t) { return t.cuda_device(); });
+  });
 }
 
 cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
-  return cohort::query<int>(team, node_count, "node_count",
-                            [](const TeamImpl &t) { return t.layout().node_count; });
+  return cohort::guarded("cohort_team_node_count", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, node_count, "node_count",
+                              [](const TeamImpl &t) { return t.layout().node_count; });
+  });
 }
 
 cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index) {
-  return cohort::query<int>(team, node_index, "node_index",
-                            [](const TeamImpl &t) { return t.layout().node_of_rank[t.rank()]; });
+  return cohort::guarded("cohort_team_node_index", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, node_index, "node_index",
+                              [](const TeamImpl &t) { return t.layout().node_of_rank[t.rank()]; });
+  });
 }
 
 cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank) {
-  return cohort::query<int>(team, local_rank, "local_rank",
-                            [](const TeamImpl &t) { return t.layout().local_rank[t.rank()]; });
+  return cohort::guarded("cohort_team_local_rank", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, local_rank, "local_rank",
+                              [](const TeamImpl &t) { return t.layout().local_rank[t.rank()]; });
+  });
 }
 
 cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size) {
-  return cohort::query<int>(team, local_size, "local_size",
-                            [](const TeamImpl &t) { return t.layout().local_size[t.rank()]; });
+  return cohort::guarded("cohort_team_local_size", [&]() -> cohort_status_t {
+    return cohort::query<int>(team, local_size, "local_size",
+                              [](const TeamImpl &t) { return t.layout().local_size[t.rank()]; });
+  });
 }
 
 cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id) {
-  return cohort::query<uint64_t>(team, host_id, "host_id",
-                                 [](const TeamImpl &t) { return t.peers()[t.rank()].host_id; });
+  return cohort::guarded("cohort_team_host_id", [&]() -> cohort_status_t {
+    return cohort::query<uint64_t>(team, host_id, "host_id",
+                                   [](const TeamImpl &t) { return t.peers()[t.rank()].host_id; });
+  });
 }
 
 cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_peer_info_t *info) {
-  if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::ready_team(handle, &team);
-  if (cohort::is_error(s)) return s;
-  if (rank < 0 || rank >= team->size()) {
-    return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
-                         team->size());
-  }
-  *info = cohort::to_public_peer_info(team->peers()[rank], rank, team->layout().node_of_rank[rank],
-                                      team->layout().local_rank[rank]);
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_peer_info", [&]() -> cohort_status_t {
+    if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::ready_team(handle, &team);
+    if (cohort::is_error(s)) return s;
+    if (rank < 0 || rank >= team->size()) {
+      return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
+                           team->size());
+    }
+    *info =
+        cohort::to_public_peer_info(team->peers()[rank], rank, team->layout().node_of_rank[rank],
+                                    team->layout().local_rank[rank]);
+    return COHORT_SUCCESS;
+  });
 }
 
 cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {
-  if (report == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "report (output) is NULL");
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::ready_team(handle, &team);
-  if (cohort::is_error(s)) return s;
-  *report = team->report();
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_init_report", [&]() -> cohort_status_t {
+    if (report == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "report (output) is NULL");
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::ready_team(handle, &team);
+    if (cohort::is_error(s)) return s;
+    *report = team->report();
+    return COHORT_SUCCESS;
+  });
 }
 
 cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, size_t len) {
-  if (buf == nullptr || len == 0) {
-    return cohort::fail(COHORT_ERR_INVALID_ARG, "buf is NULL or len is 0");
-  }
-  std::shared_ptr<TeamImpl> team;
-  Status s = cohort::ready_team(handle, &team);
-  if (cohort::is_error(s)) return s;
-  std::string text = cohort::format_init_report(team->report(), team->size());
-  std::strncpy(buf, text.c_str(), len - 1);
-  buf[len - 1] = '\0';
-  return COHORT_SUCCESS;
+  return cohort::guarded("cohort_team_init_report_format", [&]() -> cohort_status_t {
+    if (buf == nullptr || len == 0) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "buf is NULL or len is 0");
+    }
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::ready_team(handle, &team);
+    if (cohort::is_error(s)) return s;
+    std::string text = cohort::format_init_report(team->report(), team->size());
+    std::strncpy(buf, text.c_str(), len - 1);
+    buf[len - 1] = '\0';
+    return COHORT_SUCCESS;
+  });
 }
 
 }  // extern "C"

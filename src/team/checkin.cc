@@ -274,7 +274,8 @@ Status CheckIn::timeout_failure() {
 }
 
 void CheckIn::abandon(const std::string &reason) {
-  if (step_ != Step::kArriving || !started_) return;
+  if (step_ != Step::kArriving) return;
+  started_ = true;  // an abort before the first poll still tells the others at once
   send_all(kAbort, COHORT_ERR_ABORTED, reason, true);
   step_ = Step::kFailed;
 }

@@ -42,11 +42,14 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
 Status resolve_config(const cohort_team_config_t *config, TeamConfig *out) {
   TeamConfig cfg;
   Status s = param_double("INIT_TIMEOUT", &cfg.init_timeout_s);
-  if (is_error(s)) {
-    *out = cfg;  // default timeout: still lets this rank take part in check-in
-    return s;
-  }
+  // The caller's timeout and name hold even when something else is wrong, so that this rank
+  // waits and logs like the others while it reports the error.
+  bool readable = config != nullptr && config->magic == COHORT_TEAM_CONFIG_MAGIC &&
+                  config->size >= sizeof(cohort_team_config_t);
+  if (readable && config->init_timeout > 0) cfg.init_timeout_s = config->init_timeout;
+  if (readable && config->name != nullptr) cfg.name = config->name;
   *out = cfg;
+  if (is_error(s)) return s;
   if (s = params_validate_env(); is_error(s)) return s;
   std::string inject;
   param_string("INJECT_FAILURE", &inject);

@@ -36,6 +36,9 @@ for phase in check-in peer-info local-ranks ready; do
   add "4 stall --phase $phase --rank 2 --timeout 1.5 @COHORT_INJECT_FAILURE=$phase:2:stall"
 done
 add "2 before-init"
+add "3 after-finalize"
+add "3 abort-one --rank 1"
+add "4 abort-one --rank 0"
 add "2 gpu-duplicate"
 add "2 gpu-shared"
 

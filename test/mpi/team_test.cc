@@ -27,6 +27,7 @@
 namespace {
 
 int g_rank = 0, g_size = 1, g_failures = 0;
+bool g_finalized = false;  // set by scenarios that finalise MPI themselves
 
 void check_impl(bool ok, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -370,6 +371,60 @@ void scenario_missing() {
   cfg.init_timeout = 30;
   CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
   if (team != nullptr) CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  // Then a creation that fails alike everywhere (a bad config on one rank), then a good one:
+  // left-over messages of the failed attempts must not leak into later ones.
+  cohort_team_config_t bad = cfg;
+  if (g_rank == g_size - 1) bad.cuda_device = -7;
+  team = nullptr;
+  cohort_status_t s = cohort_team_create_mpi(MPI_COMM_WORLD, &bad, &team);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "config->cuda_device=-7"),
+        "bad config after a timeout: %s %s", cohort_status_string(s), cohort_last_error());
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  if (team != nullptr) CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);  // would hang behind a stranded MPI_Comm_idup
+  MPI_Comm_free(&dup);
+}
+
+// One rank aborts its creation right after posting it: the others fail at once, naming it,
+// and the next creation by everyone works.
+void scenario_abort_one() {
+  int aborter = opt_int("rank", 1);
+  cohort_team_config_t cfg = config_with_timeout(20);
+  if (g_rank == aborter) {
+    cohort_team_t team = nullptr;
+    CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+    CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+    CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  } else {
+    auto [s, msg, elapsed] = create_expecting_failure(cfg);
+    CHECK(s == COHORT_ERR_ABORTED, "status %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(elapsed < 5.0, "others failed only after %.2f s", elapsed);
+    CHECK(contains(msg, "rank " + std::to_string(aborter)) && contains(msg, "aborted"),
+          "message: %s", msg.c_str());
+    if (g_rank == (aborter == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort::Team team(MPI_COMM_WORLD, &cfg);
+  CHECK(team.size() == g_size, "team after an abort: size %d", team.size());
+}
+
+// Calls after MPI_Finalize: named errors, no MPI call.
+void scenario_after_finalize() {
+  cohort_team_t ready = nullptr, posted = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &ready), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, nullptr, &posted), COHORT_SUCCESS);
+  MPI_Finalize();
+  g_finalized = true;
+  CHECK_STATUS(cohort_team_create_test(posted), COHORT_ERR_INVALID_USAGE);
+  CHECK(contains(cohort_last_error(), "finalised"), "%s", cohort_last_error());
+  cohort_team_t child = nullptr;
+  CHECK_STATUS(cohort_team_split(ready, 0, 0, nullptr, &child), COHORT_ERR_INVALID_USAGE);
+  cohort_team_t late = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &late), COHORT_ERR_INVALID_USAGE);
+  int size = 0;
+  CHECK_STATUS(cohort_team_size(ready, &size), COHORT_SUCCESS);  // local data stays readable
+  CHECK_STATUS(cohort_team_destroy(posted), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_destroy(ready), COHORT_SUCCESS);
 }
 
 // One rank never calls split: the others fail within the parent's timeout + 1 s, naming it.
@@ -709,6 +764,8 @@ int main(int argc, char **argv) {
       {"missing", scenario_missing},
       {"inject", scenario_inject},
       {"split-missing", scenario_split_missing},
+      {"abort-one", scenario_abort_one},
+      {"after-finalize", scenario_after_finalize},
       {"stall", scenario_stall},
       {"fake-nodes", scenario_fake_nodes},
       {"cycles", scenario_cycles},
@@ -736,6 +793,11 @@ int main(int argc, char **argv) {
     CHECK(false, "exception: %s (%s)", e.what(), cohort_last_error());
   }
   int failures = g_failures;
+  if (g_finalized) {  // no MPI left to agree with: each rank reports for itself
+    if (failures > 0) fprintf(stderr, "rank %d: %d failed checks\n", g_rank, failures);
+    if (g_rank == 0) printf("%s on rank 0: %s\n", scenario.c_str(), failures ? "FAIL" : "PASS");
+    return failures == 0 ? 0 : 1;
+  }
   MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
     printf("%s on %d ranks: %s (%d failed checks)\n", scenario.c_str(), g_size,
