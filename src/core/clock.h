@@ -18,7 +18,8 @@ inline int64_t deadline_after(double seconds) {
   constexpr double kMaxNs = 9.0e18;
   int64_t now = now_ns();
   double ns = seconds * 1e9;
-  if (!(ns < kMaxNs - static_cast<double>(now))) return std::numeric_limits<int64_t>::max();  // also inf and NaN
+  if (!(ns < kMaxNs - static_cast<double>(now)))
+    return std::numeric_limits<int64_t>::max();  // also inf and NaN
   return now + static_cast<int64_t>(ns);
 }
 

@@ -56,7 +56,6 @@ CheckIn::CheckIn(const Options &options) : options_(options) {
   MPI_Comm_size(options_.comm, &size_);
   attempt_ = next_checkin_attempt(options_.comm, options_.tag_base);
   records_.resize(size_);
-  older_attempt_.assign(size_, -1);
   me_ = local_arrival();
 }
 
@@ -144,9 +143,10 @@ void CheckIn::join_attempt(uint64_t attempt) {
 }
 
 Status CheckIn::handle(int peer, const CheckInRecord &record) {
-  COHORT_LOG_TRACE(INIT, "%s: check-in record from rank %d: kind %u, attempt %llu (this rank: %llu)",
-                   options_.what, peer, record.kind, static_cast<unsigned long long>(record.attempt),
-                   static_cast<unsigned long long>(attempt_));
+  COHORT_LOG_TRACE(
+      INIT, "%s: check-in record from rank %d: kind %u, attempt %llu (this rank: %llu)",
+      options_.what, peer, record.kind, static_cast<unsigned long long>(record.attempt),
+      static_cast<unsigned long long>(attempt_));
   if (record.magic != kCheckInMagic) {
     return failed(failf(COHORT_ERR_INVALID_USAGE,
                         "%s failed in phase check-in: rank %d sent a message on tag %d that is "
@@ -155,20 +155,17 @@ Status CheckIn::handle(int peer, const CheckInRecord &record) {
                         options_.what, peer, tag(), options_.tag_base - kCheckInTagWindow + 1,
                         options_.tag_base));
   }
-  if (record.attempt < attempt_) {  // left over from an attempt this rank knows has ended
-    older_attempt_[peer] = static_cast<int64_t>(record.attempt);
-    return COHORT_IN_PROGRESS;
-  }
+  // Tags repeat every kCheckInTagWindow attempts: an older record on this tag is left over
+  // from an attempt that ended long ago; a newer one means ranks drifted that far apart.
+  if (record.attempt < attempt_) return COHORT_IN_PROGRESS;
   if (record.attempt > attempt_) {
-    if (step_ != Step::kArriving) {
-      return failed(failf(COHORT_ERR_INVALID_USAGE,
-                          "%s failed in phase check-in: %s moved on to attempt %llu while this "
-                          "rank had confirmed attempt %llu",
-                          options_.what, describe(peer).c_str(),
-                          static_cast<unsigned long long>(record.attempt),
-                          static_cast<unsigned long long>(attempt_)));
-    }
-    join_attempt(record.attempt);  // this rank is behind: meet the others where they are
+    return failed(failf(COHORT_ERR_INVALID_USAGE,
+                        "%s failed in phase check-in: %s is at attempt %llu on this "
+                        "communicator, this rank at %llu: ranks called it different numbers of "
+                        "times",
+                        options_.what, describe(peer).c_str(),
+                        static_cast<unsigned long long>(record.attempt),
+                        static_cast<unsigned long long>(attempt_)));
   }
   switch (record.kind) {
     case kArrive:
@@ -182,14 +179,16 @@ Status CheckIn::handle(int peer, const CheckInRecord &record) {
       if (step_ == Step::kArriving && record.reserved == 0) {
         // It gave up before it heard of this rank: this rank came late.  Meet the others at
         // their next attempt rather than fail on one that ended before it arrived.
-        abandoned_ = strprintf("attempt %llu ended before this rank arrived: %s gave up: %s",
-                               static_cast<unsigned long long>(attempt_), who.c_str(),
-                               reason.c_str());
+        abandoned_ =
+            strprintf("attempt %llu ended before this rank arrived: %s gave up: %s",
+                      static_cast<unsigned long long>(attempt_), who.c_str(), reason.c_str());
         join_attempt(attempt_ + 1);
         break;
       }
-      return failed(failf(static_cast<Status>(record.status), "%s failed in phase check-in: %s "
-                          "gave up: %s", options_.what, who.c_str(), reason.c_str()));
+      return failed(failf(static_cast<Status>(record.status),
+                          "%s failed in phase check-in: %s "
+                          "gave up: %s",
+                          options_.what, who.c_str(), reason.c_str()));
     }
     default:
       return failed(failf(COHORT_ERR_INVALID_USAGE,
@@ -208,8 +207,7 @@ Status CheckIn::after_arrivals() {
     return failed(failf(static_cast<Status>(record.status),
                         "%s failed in phase check-in: %s reported %s: %s", options_.what,
                         describe(r).c_str(),
-                        cohort_status_string(static_cast<Status>(record.status)),
-                        detail.c_str()));
+                        cohort_status_string(static_cast<Status>(record.status)), detail.c_str()));
   }
   step_ = Step::kConfirming;
   send_all(kConfirm, COHORT_SUCCESS, "");
@@ -255,11 +253,6 @@ Status CheckIn::timeout_failure() {
     absent.push_back(peer);
     if (absent.size() > 8) continue;
     who += (absent.size() == 1 ? "" : "; ") + describe(peer);
-    if (older_attempt_[peer] >= 0) {
-      who += strprintf(" (seen only at earlier attempt %lld: it called %s fewer times on this "
-                       "communicator)",
-                       static_cast<long long>(older_attempt_[peer]), options_.what);
-    }
   }
   if (absent.size() > 8) who += "; all of them: " + format_rank_list(absent);
   std::string message = strprintf(

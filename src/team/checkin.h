@@ -25,9 +25,9 @@ namespace cohort {
 
 struct CheckInRecord {
   uint32_t magic;
-  uint32_t kind;   // kArrive, kConfirm, kAbort
+  uint32_t kind;  // kArrive, kConfirm, kAbort
   uint64_t attempt;
-  int32_t status;  // this rank's status on arrival (e.g. a bad config)
+  int32_t status;      // this rank's status on arrival (e.g. a bad config)
   int32_t payload[2];  // split: color, key
   int32_t reserved;
   ArrivalRecord who;
@@ -93,10 +93,9 @@ class CheckIn {
   Step step_ = Step::kArriving;
   bool started_ = false;
   int64_t deadline_ns_ = 0;
-  std::vector<CheckInRecord> records_;   // the arrival of each rank, this attempt
+  std::vector<CheckInRecord> records_;  // the arrival of each rank, this attempt
   std::vector<char> arrived_, confirmed_;
-  std::vector<int64_t> older_attempt_;   // last older attempt a peer was seen at (-1: none)
-  std::string abandoned_;                // why an earlier attempt this call joined ended
+  std::string abandoned_;  // why an earlier attempt this call joined ended
   ArrivalRecord me_;
 };
 

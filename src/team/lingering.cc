@@ -44,8 +44,8 @@ void install_finalize_hook_locked(LingeringList &list) {
 
 }  // namespace
 
-Lingering::Lingering(std::unique_ptr<CheckIn> checkin, MPI_Comm comm, bool owns_comm,
-                     MPI_Comm dup, MPI_Request dup_request, int64_t deadline_ns)
+Lingering::Lingering(std::unique_ptr<CheckIn> checkin, MPI_Comm comm, bool owns_comm, MPI_Comm dup,
+                     MPI_Request dup_request, int64_t deadline_ns)
     : checkin_(std::move(checkin)),
       comm_(comm),
       owns_comm_(owns_comm),

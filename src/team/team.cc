@@ -141,8 +141,8 @@ Status TeamImpl::split(int color, int key, const cohort_team_config_t *config,
   options.payload[1] = key;
   options.known = arrivals_;
   if (color < 0 && color != COHORT_SPLIT_NOCOLOR) {
-    options.local_status = failf(COHORT_ERR_INVALID_ARG,
-                                 "color=%d: give a color >= 0 or COHORT_SPLIT_NOCOLOR", color);
+    options.local_status =
+        failf(COHORT_ERR_INVALID_ARG, "color=%d: give a color >= 0 or COHORT_SPLIT_NOCOLOR", color);
     options.local_detail = last_error();
   }
   CheckIn checkin(options);

@@ -59,16 +59,7 @@ class TeamImpl {
   const TeamConfig &config() const { return config_; }
 
  private:
-  enum class Stage {
-    kCheckIn,
-    kDup,
-    kPeerInfo,
-    kLocalRanks,
-    kReady,
-    kDone,
-    kFailed,
-    kAborted
-  };
+  enum class Stage { kCheckIn, kDup, kPeerInfo, kLocalRanks, kReady, kDone, kFailed, kAborted };
 
   // An exchange in flight: this rank's header + payload sent, everyone's awaited.
   struct Exchange {

@@ -40,7 +40,7 @@ MissingText missing_text(const char *step) {
 }  // namespace
 
 Status TeamImpl::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
-                      std::shared_ptr<TeamImpl> *out) {
+                          std::shared_ptr<TeamImpl> *out) {
   std::shared_ptr<TeamImpl> team(new TeamImpl());
   team->user_comm_ = comm;
   team->owns_user_comm_ = owns_comm;
@@ -67,7 +67,7 @@ Status TeamImpl::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_confi
 }
 
 Status TeamImpl::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                      std::shared_ptr<TeamImpl> *out) {
+                          std::shared_ptr<TeamImpl> *out) {
   std::shared_ptr<TeamImpl> team(new TeamImpl());
   team->oob_ = std::make_unique<UserOob>(*oob);
   team->size_ = team->oob_->size();
@@ -96,8 +96,8 @@ Status TeamImpl::progress() {
   std::lock_guard<std::mutex> lock(mutex_);
   bool uses_mpi = !oob_ || dynamic_cast<MpiOob *>(oob_.get()) != nullptr;
   if (uses_mpi && stage_ < Stage::kDone && !mpi_usable()) {
-    return finish_failed(fail(COHORT_ERR_INVALID_USAGE,
-                              "team creation cannot continue: MPI is already finalised"));
+    return finish_failed(
+        fail(COHORT_ERR_INVALID_USAGE, "team creation cannot continue: MPI is already finalised"));
   }
   for (;;) {
     Stage before = stage_;
@@ -282,7 +282,7 @@ Status TeamImpl::step_ready() {
 }
 
 Status TeamImpl::post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
-                           const void *payload, size_t payload_len) {
+                               const void *payload, size_t payload_len) {
   std::vector<char> record(sizeof(PhaseHeader) + payload_len, 0);
   PhaseHeader header;
   std::memset(&header, 0, sizeof(header));
