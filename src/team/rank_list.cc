@@ -9,7 +9,8 @@ std::string format_rank_list(const std::vector<int> &sorted_ranks, size_t max_it
     size_t j = i;
     while (j + 1 < sorted_ranks.size() && sorted_ranks[j + 1] == sorted_ranks[j] + 1) ++j;
     if (items == max_items) {
-      out += ", ... (" + std::to_string(sorted_ranks.size()) + " ranks in all)";
+      out += std::string(out.empty() ? "" : ", ") + "... (" + std::to_string(sorted_ranks.size()) +
+             " ranks in all)";
       break;
     }
     if (!out.empty()) out += ", ";
