@@ -48,10 +48,4 @@ void reap_detached_sends() {
   d.sends.resize(kept);
 }
 
-size_t detached_send_count() {
-  Detached &d = detached();
-  std::lock_guard<std::mutex> lock(d.mutex);
-  return d.sends.size();
-}
-
 }  // namespace cohort

@@ -21,7 +21,4 @@ void detach_send(MPI_Request request, SendBuffer buffer);
 // Frees detached sends that completed.  Cheap; called from every exchange poll.
 void reap_detached_sends();
 
-// Detached sends not yet complete (for tests and leak checks).
-size_t detached_send_count();
-
 }  // namespace cohort

@@ -119,14 +119,13 @@ std::string mpi_error_string(int code) {
   return std::string(text, len);
 }
 
-MpiOob::MpiOob(MPI_Comm comm, int tag_base, bool descending_tags, bool owns_comm)
-    : comm_(comm), tag_base_(tag_base), descending_tags_(descending_tags), owns_comm_(owns_comm) {
+MpiOob::MpiOob(MPI_Comm comm) : comm_(comm) {
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_rank(comm_, &rank_);
 }
 
 MpiOob::~MpiOob() {
-  if (owns_comm_ && comm_ != MPI_COMM_NULL && mpi_usable()) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && mpi_usable()) MPI_Comm_free(&comm_);
 }
 
 Status MpiOob::allgather(const void *data, size_t len, int channel,
@@ -134,7 +133,7 @@ Status MpiOob::allgather(const void *data, size_t len, int channel,
   if (channel < 0 || channel > 0xffff) {
     return failf(COHORT_ERR_INTERNAL, "OOB channel %d out of range", channel);
   }
-  int tag = tag_of(channel);
+  int tag = channel;
   auto req = std::make_unique<MpiAllgatherRequest>(comm_, rank_, size_, len);
   Status s = req->post(data, tag);
   if (is_error(s)) return s;
@@ -148,19 +147,18 @@ void MpiOob::notify_all(const void *data, size_t len, int channel) {
   std::shared_ptr<char[]> copy(new char[len]);
   std::memcpy(copy.get(), data, len);
   for (int peer = 0; peer < size_; ++peer) {
-    if (peer != rank_) send_detached(copy, len, peer, tag_of(channel), comm_);
+    if (peer != rank_) send_detached(copy, len, peer, channel, comm_);
   }
 }
 
 bool MpiOob::poll_notice(void *data, size_t len, int channel, int *from) {
   int found = 0;
   MPI_Status status;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, tag_of(channel), comm_, &found, &status) != MPI_SUCCESS ||
-      !found) {
+  if (MPI_Iprobe(MPI_ANY_SOURCE, channel, comm_, &found, &status) != MPI_SUCCESS || !found) {
     return false;
   }
   std::memset(data, 0, len);
-  MPI_Recv(data, static_cast<int>(len), MPI_BYTE, status.MPI_SOURCE, tag_of(channel), comm_,
+  MPI_Recv(data, static_cast<int>(len), MPI_BYTE, status.MPI_SOURCE, channel, comm_,
            MPI_STATUS_IGNORE);
   *from = status.MPI_SOURCE;
   return true;

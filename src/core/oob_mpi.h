@@ -11,16 +11,14 @@ namespace cohort {
 
 class MpiOob final : public Oob {
  public:
-  // Channel c of this OOB uses MPI tag tag_base + c (or tag_base - c when tag_base is the
-  // top of the tag range).  With owns_comm the communicator is freed by the destructor.
-  MpiOob(MPI_Comm comm, int tag_base, bool descending_tags, bool owns_comm);
+  // Takes ownership of `comm` (a private communicator: channel c is MPI tag c) and frees it.
+  explicit MpiOob(MPI_Comm comm);
   ~MpiOob() override;
   MpiOob(const MpiOob &) = delete;
   MpiOob &operator=(const MpiOob &) = delete;
 
   int size() const override { return size_; }
   int rank() const override { return rank_; }
-  const char *kind() const override { return "mpi"; }
   MPI_Comm comm() const { return comm_; }
   Status allgather(const void *data, size_t len, int channel,
                    std::unique_ptr<OobRequest> *request) override;
@@ -28,14 +26,7 @@ class MpiOob final : public Oob {
   bool poll_notice(void *data, size_t len, int channel, int *from) override;
 
  private:
-  int tag_of(int channel) const {
-    return descending_tags_ ? tag_base_ - channel : tag_base_ + channel;
-  }
-
   MPI_Comm comm_;
-  int tag_base_;
-  bool descending_tags_;
-  bool owns_comm_;
   int size_ = 0;
   int rank_ = 0;
 };

@@ -10,7 +10,6 @@ class UserOob final : public Oob {
   explicit UserOob(const cohort_oob_t &oob) : oob_(oob) {}
   int size() const override { return static_cast<int>(oob_.size); }
   int rank() const override { return static_cast<int>(oob_.rank); }
-  const char *kind() const override { return "user"; }
   Status allgather(const void *data, size_t len, int channel,
                    std::unique_ptr<OobRequest> *request) override;
 

@@ -203,11 +203,8 @@ Status CheckIn::after_arrivals() {
   for (int r = 0; r < size_; ++r) {
     const CheckInRecord &record = records_[r];
     if (record.status == COHORT_SUCCESS) continue;
-    std::string detail(record.detail, strnlen(record.detail, kDetailBytes));
-    return failed(failf(static_cast<Status>(record.status),
-                        "%s failed in phase check-in: %s reported %s: %s", options_.what,
-                        describe(r).c_str(),
-                        cohort_status_string(static_cast<Status>(record.status)), detail.c_str()));
+    return failed(agreed_failure(options_.what, Phase::kCheckIn, describe(r),
+                                 static_cast<Status>(record.status), record.detail));
   }
   step_ = Step::kConfirming;
   send_all(kConfirm, COHORT_SUCCESS, "");

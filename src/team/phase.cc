@@ -14,6 +14,13 @@ const char *phase_name(Phase phase) {
   return i >= 0 && i < kNumPhases ? kPhaseNames[i] : "?";
 }
 
+Status agreed_failure(const char *what, Phase phase, const std::string &who, Status status,
+                      const char *detail) {
+  std::string text(detail, strnlen(detail, kDetailBytes));
+  return failf(status, "%s failed in phase %s: %s reported %s: %s", what, phase_name(phase),
+               who.c_str(), cohort_status_string(status), text.c_str());
+}
+
 bool phase_from_name(const char *name, Phase *phase) {
   for (int i = 0; i < kNumPhases; ++i) {
     if (strcmp(name, kPhaseNames[i]) == 0) {

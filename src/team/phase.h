@@ -4,7 +4,10 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "cohort.h"
+#include "core/status.h"
 
 namespace cohort {
 
@@ -27,6 +30,11 @@ bool phase_from_name(const char *name, Phase *phase);
 
 constexpr uint32_t kRecordMagic = 0xc0407a11u;
 constexpr int kDetailBytes = 1024;
+
+// The error every rank returns when `who` reported `status` in `phase` of `what` ("team
+// creation", "split of team 'x'"); `detail` need not be terminated within kDetailBytes.
+Status agreed_failure(const char *what, Phase phase, const std::string &who, Status status,
+                      const char *detail);
 
 struct PhaseHeader {
   uint32_t magic;

@@ -127,7 +127,6 @@ class TeamImpl {
   std::vector<PeerRecord> peers_;
   NodeLayout layout_;
   int64_t phase_start_ns_ = 0;
-  int64_t create_start_ns_ = 0;
   int64_t phase_ns_[kNumPhases] = {};
   cohort_init_report_t report_{};
 };

@@ -85,7 +85,7 @@ void TeamImpl::begin(Status config_status) {
   public_config_.cuda_device = config_.cuda_device;
   public_config_.allow_shared_gpu = config_.allow_shared_gpu ? 1 : 0;
   public_config_.name = public_name_.c_str();
-  create_start_ns_ = phase_start_ns_ = now_ns();
+  phase_start_ns_ = now_ns();
   COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
                   config_.name.c_str(), rank_, size_, oob_ ? "a caller's" : "the MPI",
                   config_.init_timeout_s);
@@ -193,7 +193,7 @@ Status TeamImpl::step_dup() {
         config_.init_timeout_s));
   }
   MPI_Comm_set_errhandler(dup_comm_, MPI_ERRORS_RETURN);
-  oob_ = std::make_unique<MpiOob>(dup_comm_, 0, false, true);
+  oob_ = std::make_unique<MpiOob>(dup_comm_);
   dup_comm_ = MPI_COMM_NULL;  // owned by oob_ now
   if (owns_user_comm_) {
     MPI_Comm_free(&user_comm_);
@@ -340,11 +340,8 @@ Status TeamImpl::agreed_failure(const char *records) {
     PhaseHeader header;
     std::memcpy(&header, records + r * exchange_.record_len, sizeof(header));
     if (header.status == COHORT_SUCCESS) continue;
-    header.detail[kDetailBytes - 1] = '\0';
-    return finish_failed(failf(
-        static_cast<Status>(header.status), "team creation failed in phase %s: %s reported %s: %s",
-        phase_name(exchange_.phase), describe(r).c_str(),
-        cohort_status_string(static_cast<Status>(header.status)), header.detail));
+    return finish_failed(cohort::agreed_failure("team creation", exchange_.phase, describe(r),
+                                                static_cast<Status>(header.status), header.detail));
   }
   return COHORT_SUCCESS;
 }
