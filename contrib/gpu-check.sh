@@ -4,7 +4,8 @@
 #   contrib/gpu-check.sh BUILD_DIR RESULTS_DIR
 # Runs: cohort_info --device-check; the duplicate-GPU scenario (2 ranks, one GPU, sharing not
 # allowed: every rank must fail with the message); the shared-GPU scenario under MPS; the
-# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4, 8 ranks.
+# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4, 8 ranks;
+# cohort_info --topo of the machine, a team's topology dump and its byte-identical reload.
 set -u
 build=${1:-build}
 results=${2:-/tmp/cohort-gpu}
@@ -33,4 +34,12 @@ for np in 1 2 4 8; do
   name=perf; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
     mpirun -np $np "$perf" --team-create -n 50
 done
+name=topo; run "cohort_info --topo (detected)" "$PWD/$build/tools/.libs/cohort_info" --topo
+name=topo; run "plan, 2 ranks on the GPU, topology dumped" env COHORT_ALLOW_SHARED_GPU=1 \
+  COHORT_DEBUG=INFO COHORT_DEBUG_SUBSYS=TOPO,GRAPH COHORT_TOPO_DUMP_FILE="$results/dump.xml" \
+  mpirun -np 2 "$team_test" plan
+name=topo; run "plan from the dump, dumped again" env COHORT_ALLOW_SHARED_GPU=1 \
+  COHORT_TOPO_FILE="$results/dump.xml" COHORT_TOPO_DUMP_FILE=/tmp/redump.xml \
+  mpirun -np 2 "$team_test" plan
+name=topo; run "dump -> load -> dump is byte-identical" cmp "$results/dump.xml" /tmp/redump.xml
 source .devrt/mps.sh stop

@@ -169,6 +169,27 @@ typedef struct cohort_peer_info {
 
 cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank, cohort_peer_info_t *info);
 
+/* ------------------------------------------------------------------- plan */
+
+/* The rings and trees the team runs collectives on, chosen in creation's graphs and align
+ * phases and identical on every rank (checked by hash).  Channel c follows ring c and tree
+ * c % 2 of the double binary tree across hosts (a chain within each host). */
+typedef struct cohort_plan_info {
+  int channels;
+  double bw_per_channel; /* GB/s, the slowest host's; 0 when no rank uses a GPU */
+  const char *intra_path; /* worst path between ring neighbours in a host: "LOC", "NVL", ... */
+  const char *net_path;   /* worst path from a ring's end GPU to its NIC; "LOC" in one host */
+  int nodes;
+  uint64_t hash;
+} cohort_plan_info_t;
+
+cohort_status_t cohort_team_plan_info(cohort_team_t team, cohort_plan_info_t *info);
+/* This rank's neighbours in ring `channel` (0 <= channel < channels). */
+cohort_status_t cohort_team_plan_ring(cohort_team_t team, int channel, int *prev, int *next);
+/* This rank's parent (-1: root) and children (-1: none; down[0] is the next rank of its host's
+ * chain, down[1..2] chain heads of other hosts) in the tree of `channel`. */
+cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up, int down[3]);
+
 /* ------------------------------------------------------------- init report */
 
 #define COHORT_MAX_PHASES 16

@@ -1,5 +1,6 @@
-// cohort_info: version, build configuration, every parameter with its current value, and
-// (with --device-check) a kernel run on each visible GPU.  Needs no MPI job.
+// cohort_info: version, build configuration, every parameter with its current value,
+// (with --device-check) a kernel run on each visible GPU, and (with --topo) this host's
+// topology, paths and rings as team creation would see them.  Needs no MPI job.
 #include <getopt.h>
 
 #include <cstdio>
@@ -9,6 +10,12 @@
 #include "core/build_info_text.h"
 #include "core/params.h"
 #include "kernels/device_check.h"
+#include "topo/bandwidth.h"
+#include "topo/describe.h"
+#include "topo/detect.h"
+#include "topo/paths.h"
+#include "topo/search.h"
+#include "topo/xml.h"
 
 #if COHORT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -16,13 +23,83 @@
 
 namespace {
 
+constexpr int kMaxHosts = 1 << 20;
+
 void usage(FILE *out) {
   fprintf(out,
           "usage: cohort_info [--build] [--params] [--device-check]\n"
-          "  --build         version and build configuration\n"
-          "  --params        every COHORT_* parameter: type, default, current value, doc\n"
-          "  --device-check  launch a verify kernel on every visible GPU\n"
+          "                   [--topo [--topo-file F] [--nodes N] [--p2p-level LEVEL]]\n"
+          "  --build            version and build configuration\n"
+          "  --params           every COHORT_* parameter: type, default, current value, doc\n"
+          "  --device-check     launch a verify kernel on every visible GPU\n"
+          "  --topo             this host's topology, the paths between its GPUs and NICs, the\n"
+          "                     rings over all its GPUs and the bandwidth model\n"
+          "  --topo-file F      --topo for the topology in XML file F instead of this host\n"
+          "                     (default: COHORT_TOPO_FILE, else detection)\n"
+          "  --nodes N          --topo as for a job of N hosts: rings through a NIC and the\n"
+          "                     trees across hosts (default 1)\n"
+          "  --p2p-level LEVEL  --topo with P2P up to LEVEL (AUTO, LOC, NVL, NVB, PIX, PXB, PHB,\n"
+          "                     SYS; default: COHORT_P2P_LEVEL)\n"
           "With no option: --build and --params.\n");
+}
+
+struct TopoArgs {
+  std::string file;  // empty: COHORT_TOPO_FILE, else detect this host
+  int hosts = 1;
+  std::string p2p_level;  // empty: COHORT_P2P_LEVEL
+};
+
+// The P2P level of --p2p-level, or else of COHORT_P2P_LEVEL; AUTO gives kCount (by CPU).
+cohort::Status p2p_level_setting(const std::string &option, cohort::topo::PathType *out) {
+  int index = 0;
+  cohort::Status s = option.empty()
+                         ? cohort::param_enum("P2P_LEVEL", &index)
+                         : cohort::parse_enum("--p2p-level", option,
+                                              cohort::param_find("P2P_LEVEL")->choices, &index);
+  if (cohort::is_error(s)) return s;
+  *out =
+      index == 0 ? cohort::topo::PathType::kCount : static_cast<cohort::topo::PathType>(index - 1);
+  return COHORT_SUCCESS;
+}
+
+cohort::Status load_topology(const TopoArgs &args, cohort::topo::Topology *topo,
+                             std::string *source) {
+  std::string file = args.file;
+  if (file.empty()) {
+    cohort::Status s = cohort::param_string("TOPO_FILE", &file);
+    if (cohort::is_error(s)) return s;
+  }
+  *source = file.empty() ? "detected" : file;
+  if (!file.empty()) return cohort::topo::read_xml_file(file, topo);
+  return cohort::topo::detect(cohort::topo::DetectOptions{}, topo);
+}
+
+int print_topology(const TopoArgs &args) {
+  using namespace cohort::topo;
+  Topology topo;
+  std::string source;
+  PathOptions path_options;
+  int64_t budget = 0;
+  cohort::Status s = load_topology(args, &topo, &source);
+  if (!cohort::is_error(s)) s = p2p_level_setting(args.p2p_level, &path_options.p2p_level);
+  if (!cohort::is_error(s)) s = cohort::param_int("SEARCH_BUDGET", &budget);
+  if (cohort::is_error(s)) {
+    fprintf(stderr, "cohort_info: %s\n", cohort::last_error().c_str());
+    return 1;
+  }
+  Paths paths(topo, path_options);
+  SearchOptions search_options;
+  search_options.cross_node = args.hosts > 1;
+  search_options.budget = budget;
+  NodeGraph graph = search_rings(topo, paths, topo.of_type(NodeType::kGpu), search_options);
+  printf("Topology (%s):\n%s\n", source.c_str(), describe_topology(topo).c_str());
+  printf("%s\n", describe_matrix(topo, paths).c_str());
+  printf("%s%s\n",
+         args.hosts > 1 ? cohort::strprintf("Graph for a job of %d hosts:\n", args.hosts).c_str()
+                        : "Graph within this host:\n",
+         describe_graph(topo, graph, args.hosts).c_str());
+  printf("%s", bandwidth_table_text().c_str());
+  return 0;
 }
 
 void print_params() {
@@ -71,18 +148,44 @@ int device_check() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  bool build = false, params = false, device = false;
+  bool build = false, params = false, device = false, topo = false;
+  TopoArgs topo_args;
   static const option options[] = {{"build", no_argument, nullptr, 'b'},
                                    {"params", no_argument, nullptr, 'p'},
                                    {"device-check", no_argument, nullptr, 'd'},
+                                   {"topo", no_argument, nullptr, 't'},
+                                   {"topo-file", required_argument, nullptr, 'f'},
+                                   {"nodes", required_argument, nullptr, 'n'},
+                                   {"p2p-level", required_argument, nullptr, 'l'},
                                    {"help", no_argument, nullptr, 'h'},
                                    {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "bpdh", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "bpdtf:n:l:h", options, nullptr)) != -1) {
     switch (c) {
       case 'b': build = true; break;
       case 'p': params = true; break;
       case 'd': device = true; break;
+      case 't': topo = true; break;
+      case 'f':
+        topo = true;
+        topo_args.file = optarg;
+        break;
+      case 'l':
+        topo = true;
+        topo_args.p2p_level = optarg;
+        break;
+      case 'n': {
+        int64_t hosts = 0;
+        if (cohort::is_error(cohort::parse_int("--nodes", optarg, 1, &hosts)) ||
+            hosts > kMaxHosts) {
+          fprintf(stderr, "cohort_info: --nodes takes a host count from 1 to %d, not '%s'\n",
+                  kMaxHosts, optarg);
+          return 1;
+        }
+        topo = true;
+        topo_args.hosts = static_cast<int>(hosts);
+        break;
+      }
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 1;
     }
@@ -92,8 +195,12 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
-  if (!build && !params && !device) build = params = true;
+  if (!build && !params && !device && !topo) build = params = true;
   if (build) printf("%s", cohort::build_description().c_str());
   if (params) print_params();
+  if (topo) {
+    int rc = print_topology(topo_args);
+    if (rc != 0) return rc;
+  }
   return device ? device_check() : 0;
 }

@@ -24,9 +24,24 @@ const std::vector<ParamSpec> kParams = {
      "let several ranks of one host use the same GPU (run them under MPS)"},
     {"HOST_ID", ParamType::kString, "", "", "", kNoMin,
      "override the host identity (default: hostname + boot_id); tests use it to fake nodes"},
+    {"TOPO_FILE", ParamType::kString, "", "", "", kNoMin,
+     "load this host's topology from this XML file instead of detecting it"},
+    {"TOPO_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
+     "write the host's topology as XML (once per process); %h expands to the host, %p to the "
+     "pid"},
+    {"GRAPH_FILE", ParamType::kString, "", "", "", kNoMin,
+     "use the rings in this XML file for this host instead of searching"},
+    {"GRAPH_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
+     "write the host's searched rings as XML; %h expands to the host, %p to the pid"},
+    {"P2P_LEVEL", ParamType::kEnum, "AUTO", "", "AUTO,LOC,NVL,NVB,PIX,PXB,PHB,SYS", kNoMin,
+     "worst path type on which GPUs use P2P (CUDA IPC) instead of host memory; AUTO: PXB on "
+     "Intel and ARM CPUs, PHB elsewhere"},
+    {"SEARCH_BUDGET", ParamType::kInt, "200000", "steps", "", 1,
+     "ring-search steps per host before the best rings found so far (or a fixed order) are "
+     "taken"},
     {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
      "testing: PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in "
-     "PHASE"},
+     "PHASE; align:RANK:skew makes it report a different plan"},
 };
 
 std::string lower(std::string_view s) {

@@ -140,6 +140,19 @@ Status guarded(const char *call, Body &&body) noexcept {
   }
 }
 
+
+// The team, once ready, and a channel of its plan.
+Status plan_channel(cohort_team_t handle, int channel, std::shared_ptr<TeamImpl> *team) {
+  Status s = ready_team(handle, team);
+  if (is_error(s)) return s;
+  int channels = (*team)->plan().channels;
+  if (channel < 0 || channel >= channels) {
+    return failf(COHORT_ERR_INVALID_ARG, "channel=%d: the plan has channels 0..%d",
+                         channel, channels - 1);
+  }
+  return COHORT_SUCCESS;
+}
+
 }  // namespace
 }  // namespace cohort
 
@@ -311,6 +324,52 @@ cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_pee
     *info =
         cohort::to_public_peer_info(team->peers()[rank], rank, team->layout().node_of_rank[rank],
                                     team->layout().local_rank[rank]);
+    return COHORT_SUCCESS;
+  });
+}
+
+cohort_status_t cohort_team_plan_info(cohort_team_t handle, cohort_plan_info_t *info) {
+  return cohort::guarded("cohort_team_plan_info", [&]() -> cohort_status_t {
+    if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::ready_team(handle, &team);
+    if (cohort::is_error(s)) return s;
+    const cohort::topo::Plan &plan = team->plan();
+    info->channels = plan.channels;
+    info->bw_per_channel = plan.bw;
+    info->intra_path = cohort::topo::path_type_name(plan.intra_type);
+    info->net_path = cohort::topo::path_type_name(plan.net_type);
+    info->nodes = plan.nodes;
+    info->hash = plan.hash;
+    return COHORT_SUCCESS;
+  });
+}
+
+cohort_status_t cohort_team_plan_ring(cohort_team_t handle, int channel, int *prev, int *next) {
+  return cohort::guarded("cohort_team_plan_ring", [&]() -> cohort_status_t {
+    if (prev == nullptr || next == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "prev or next (output) is NULL");
+    }
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::plan_channel(handle, channel, &team);
+    if (cohort::is_error(s)) return s;
+    *prev = team->plan().ring_prev(channel, team->rank());
+    *next = team->plan().ring_next(channel, team->rank());
+    return COHORT_SUCCESS;
+  });
+}
+
+cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up, int down[3]) {
+  return cohort::guarded("cohort_team_plan_tree", [&]() -> cohort_status_t {
+    if (up == nullptr || down == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "up or down (output) is NULL");
+    }
+    std::shared_ptr<TeamImpl> team;
+    Status s = cohort::plan_channel(handle, channel, &team);
+    if (cohort::is_error(s)) return s;
+    const cohort::topo::TreeLinks &links = team->plan().trees[channel][team->rank()];
+    *up = links.up;
+    for (int k = 0; k < 3; ++k) down[k] = links.down[k];
     return COHORT_SUCCESS;
   });
 }

@@ -26,15 +26,17 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
   errno = 0;
   long r = strtol(rank.c_str(), &end, 10);
   if (!phase_from_name(phase.c_str(), &inject.phase) || rank.empty() || *end != '\0' || r < 0 ||
-      errno == ERANGE || r > INT_MAX || (has_mode && mode != "stall")) {
+      errno == ERANGE || r > INT_MAX || (has_mode && mode != "stall" && mode != "skew") ||
+      (mode == "skew" && inject.phase != Phase::kAlign)) {
     return failf(COHORT_ERR_INVALID_ARG,
-                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] with PHASE one of "
-                 "check-in, peer-info, local-ranks, ready",
+                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with PHASE one of "
+                 "check-in, peer-info, local-ranks, topology, graphs, align, ready",
                  text.c_str());
   }
   inject.active = true;
   inject.rank = static_cast<int>(r);
   inject.stall = mode == "stall";
+  inject.skew = mode == "skew";
   *out = inject;
   return COHORT_SUCCESS;
 }

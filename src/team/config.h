@@ -14,6 +14,7 @@ struct InjectedFailure {
   Phase phase = Phase::kCheckIn;
   int rank = -1;
   bool stall = false;  // stall past the timeout instead of failing
+  bool skew = false;   // align: report a different plan hash instead of failing
 };
 
 struct TeamConfig {
@@ -28,7 +29,7 @@ struct TeamConfig {
 // usable timeout, so the rank can take part in check-in and let every rank fail alike.
 Status resolve_config(const cohort_team_config_t *config, TeamConfig *out);
 
-// Parses COHORT_INJECT_FAILURE's "PHASE:RANK[:stall]".
+// Parses COHORT_INJECT_FAILURE's "PHASE:RANK[:stall|:skew]" (skew only in align).
 Status parse_injected_failure(const std::string &text, InjectedFailure *out);
 
 }  // namespace cohort

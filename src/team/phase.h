@@ -15,6 +15,9 @@ enum class Phase : int {
   kCheckIn = 0,  // every rank of the communicator arrived; private communicator made
   kPeerInfo,     // host, pid, GPU identity, NUMA of every rank
   kLocalRanks,   // node index, local rank, duplicate-GPU check
+  kTopology,     // each host's leader detects (or loads) the host topology and its paths
+  kGraphs,       // each host's leader searches rings; hosts exchange their graph summaries
+  kAlign,        // every rank builds the plan from all summaries; plan hashes compared
   kReady,        // final agreement; carries each rank's phase timings
   kCount
 };
@@ -23,6 +26,9 @@ constexpr int kNumPhases = static_cast<int>(Phase::kCount);
 // Phases shown in the init report (ready is the closing agreement, not a phase of work).
 constexpr int kNumReportPhases = static_cast<int>(Phase::kReady);
 static_assert(kNumReportPhases <= COHORT_MAX_PHASES, "report has room for every phase");
+
+// The private-communicator channel (tag) of a phase's exchange.
+inline int phase_channel(Phase phase) { return static_cast<int>(phase); }
 
 const char *phase_name(Phase phase);
 // Phase from its name ("peer-info"); false if unknown.

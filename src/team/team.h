@@ -18,6 +18,9 @@
 #include "team/node_layout.h"
 #include "team/peer.h"
 #include "team/phase.h"
+#include "topo/paths.h"
+#include "topo/plan.h"
+#include "topo/topo.h"
 
 namespace cohort {
 
@@ -57,9 +60,22 @@ class TeamImpl {
   const std::vector<PeerRecord> &peers() const { return peers_; }
   const cohort_init_report_t &report() const { return report_; }
   const TeamConfig &config() const { return config_; }
+  const topo::Plan &plan() const { return plan_; }
 
  private:
-  enum class Stage { kCheckIn, kDup, kPeerInfo, kLocalRanks, kReady, kDone, kFailed, kAborted };
+  enum class Stage {
+    kCheckIn,
+    kDup,
+    kPeerInfo,
+    kLocalRanks,
+    kTopology,
+    kGraphs,
+    kAlign,
+    kReady,
+    kDone,
+    kFailed,
+    kAborted
+  };
 
   // An exchange in flight: this rank's header + payload sent, everyone's awaited.
   struct Exchange {
@@ -78,7 +94,15 @@ class TeamImpl {
   Status step_dup();
   Status step_peer_info();
   Status step_local_ranks();
+  Status step_topology();  // team_plan.cc
+  Status step_graphs();
+  Status step_align();
   Status step_ready();
+  Status load_topology();
+  Status host_graph(std::vector<int32_t> *summary_words);
+  Status search_or_load(const std::vector<int> &gpus, topo::NodeGraph *graph);
+  Status build_plan();
+  Status compare_plan_hashes();
 
   // Posts this rank's record for `phase`; `local` is its status (its detail from last_error).
   Status post_exchange(Oob &oob, Phase phase, const char *step, int channel, Status local,
@@ -126,6 +150,13 @@ class TeamImpl {
   std::vector<ArrivalRecord> arrivals_;  // from check-in: names ranks before peer-info
   std::vector<PeerRecord> peers_;
   NodeLayout layout_;
+  // Host leaders only (local rank 0): the host's topology, its paths and its graph.
+  std::shared_ptr<const topo::Topology> topology_;
+  std::unique_ptr<topo::Paths> paths_;
+  bool topology_from_file_ = false;
+  int local_max_ = 0;  // ranks on the most populous host: sizes the graph summaries
+  std::vector<int32_t> summaries_;  // graphs -> align: every host's packed summary
+  topo::Plan plan_;
   int64_t phase_start_ns_ = 0;
   int64_t phase_ns_[kNumPhases] = {};
   cohort_init_report_t report_{};

@@ -22,8 +22,6 @@ constexpr int kArriveChannel = 0;  // a caller's OOB has no tags: channel is ign
 // a notice could outlive the failed attempt and spoil the next one).
 constexpr int kNoticeChannel = 15;
 
-int channel_of(Phase phase) { return static_cast<int>(phase); }
-
 // What the missing ranks of a timed-out exchange after check-in did not do, and why.
 struct MissingText {
   const char *what;
@@ -126,6 +124,9 @@ Status TeamImpl::step() {
     case Stage::kDup: return step_dup();
     case Stage::kPeerInfo: return step_peer_info();
     case Stage::kLocalRanks: return step_local_ranks();
+    case Stage::kTopology: return step_topology();
+    case Stage::kGraphs: return step_graphs();
+    case Stage::kAlign: return step_align();
     case Stage::kReady: return step_ready();
     case Stage::kDone: return COHORT_SUCCESS;
     case Stage::kFailed: return fail(status_, error_);
@@ -211,7 +212,7 @@ Status TeamImpl::step_peer_info() {
     std::memset(&local_peer, 0, sizeof(local_peer));
     Status s = local_phase_status(Phase::kPeerInfo);
     if (!is_error(s)) s = gather_local_peer(config_.cuda_device, &local_peer);
-    return post_exchange(*oob_, Phase::kPeerInfo, "peer-info", channel_of(Phase::kPeerInfo), s,
+    return post_exchange(*oob_, Phase::kPeerInfo, "peer-info", phase_channel(Phase::kPeerInfo), s,
                          &local_peer, sizeof(local_peer));
   }
   Status s = poll_exchange();
@@ -240,21 +241,21 @@ Status TeamImpl::step_local_ranks() {
                  "duplicate GPU: " + describe_shared_gpus(peers_, shared));
       }
     }
-    return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks", channel_of(Phase::kLocalRanks),
+    return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks", phase_channel(Phase::kLocalRanks),
                          s, nullptr, 0);
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
   exchange_.request.reset();
   end_phase(Phase::kLocalRanks);
-  stage_ = Stage::kReady;
+  stage_ = Stage::kTopology;
   return COHORT_IN_PROGRESS;
 }
 
 Status TeamImpl::step_ready() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kReady);
-    return post_exchange(*oob_, Phase::kReady, "ready", channel_of(Phase::kReady), s, phase_ns_,
+    return post_exchange(*oob_, Phase::kReady, "ready", phase_channel(Phase::kReady), s, phase_ns_,
                          sizeof(int64_t) * kNumReportPhases);
   }
   Status s = poll_exchange();
@@ -274,6 +275,10 @@ Status TeamImpl::step_ready() {
                   layout_.node_count, layout_.local_rank[rank_], layout_.local_size[rank_],
                   peers_[rank_].cuda_device < 0 ? "none" : peers_[rank_].bus_id);
   if (rank_ == 0) {
+    COHORT_LOG_INFO(GRAPH, "%s: plan: %d channels x %.1f GB/s, %s within hosts, %s to NICs, %d "
+                    "hosts, hash %016llx", config_.name.c_str(), plan_.channels, plan_.bw,
+                    topo::path_type_name(plan_.intra_type), topo::path_type_name(plan_.net_type),
+                    plan_.nodes, static_cast<unsigned long long>(plan_.hash));
     std::string text = format_init_report(report_, size_);
     text.pop_back();  // the logger ends the line
     COHORT_LOG_INFO(INIT, "%s: %s", config_.name.c_str(), text.c_str());
@@ -409,6 +414,7 @@ const char *TeamImpl::payload_of(int rank) const {
 Status TeamImpl::local_phase_status(Phase phase) {
   const InjectedFailure &inject = config_.inject;
   if (!inject.active || inject.phase != phase || inject.rank != rank_) return COHORT_SUCCESS;
+  if (inject.skew) return COHORT_SUCCESS;  // step_align alters the hash it reports
   if (inject.stall) {
     double stall_s = config_.init_timeout_s * 1.2 + 0.3;
     COHORT_LOG_WARN(INIT, "%s: injected stall of %.2f s in phase %s", config_.name.c_str(), stall_s,

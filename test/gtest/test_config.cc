@@ -283,8 +283,9 @@ TEST(ParseInjectedFailure, RankBeyondIntRangeRejected) {
 // ------------------------------------------------------------------------ phases
 
 TEST(PhaseNames, RoundTrip) {
-  const char *expected[] = {"check-in", "peer-info", "local-ranks", "ready"};
-  ASSERT_EQ(kNumPhases, 4);
+  const char *expected[] = {"check-in", "peer-info", "local-ranks", "topology",
+                            "graphs",   "align",     "ready"};
+  ASSERT_EQ(kNumPhases, 7);
   for (int i = 0; i < kNumPhases; ++i) {
     Phase phase = static_cast<Phase>(i);
     EXPECT_STREQ(phase_name(phase), expected[i]);

@@ -5,6 +5,7 @@
 #              COHORT_TEST_FILTER (a grep -E pattern over the test names, to run a subset).
 MPIRUN=${MPIRUN:-mpirun}
 TEAM_TEST=${TEAM_TEST:-./team_test}
+TOPO_DATA=${TOPO_DATA:-$(cd "$(dirname "$0")/../data/topo" && pwd)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
@@ -34,6 +35,18 @@ add "8 inject --phase peer-info --rank 5 @COHORT_INJECT_FAILURE=peer-info:5"
 add "2 inject --phase ready --rank 0 @COHORT_INJECT_FAILURE=ready:0"
 for phase in check-in peer-info local-ranks ready; do
   add "4 stall --phase $phase --rank 2 --timeout 1.5 @COHORT_INJECT_FAILURE=$phase:2:stall"
+done
+for np in 1 2 3 4 8; do add "$np plan"; done
+add "8 plan --per-node 4"
+add "6 plan --per-node 4"
+add "8 plan --channels 6 --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
+add "8 plan --per-node 4 --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
+add "8 plan --intra SYS @COHORT_TOPO_FILE=$TOPO_DATA/pcie-8gpu.xml"
+add "4 plan --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/v100-4gpu-allpairs.xml"
+add "3 plan-fails --expect rank_1 @COHORT_INJECT_FAILURE=align:1:skew"
+add "4 plan-fails --expect line @COHORT_TOPO_FILE=$TOPO_DATA/../topo-bad/truncated.xml"
+for phase in topology graphs align; do
+  add "3 inject --phase $phase --rank 1 @COHORT_INJECT_FAILURE=$phase:1"
 done
 add "2 before-init"
 add "3 after-finalize"

@@ -138,9 +138,10 @@ long rss_kib() {
 // ----------------------------------------------------------------- scenarios
 
 void check_report(const cohort_init_report_t &report, int team_size) {
-  CHECK(report.num_phases == 3, "num_phases %d", report.num_phases);
-  const char *names[] = {"check-in", "peer-info", "local-ranks"};
-  for (int p = 0; p < report.num_phases && p < 3; ++p) {
+  const char *names[] = {"check-in", "peer-info", "local-ranks", "topology", "graphs", "align"};
+  const int expected = static_cast<int>(sizeof(names) / sizeof(names[0]));
+  CHECK(report.num_phases == expected, "num_phases %d", report.num_phases);
+  for (int p = 0; p < report.num_phases && p < expected; ++p) {
     const cohort_phase_stats_t &s = report.phases[p];
     CHECK(strcmp(s.name, names[p]) == 0, "phase %d named %s", p, s.name);
     CHECK(0 <= s.min_ns && s.min_ns <= s.median_ns && s.median_ns <= s.max_ns,
@@ -487,6 +488,108 @@ void scenario_stall() {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// The plan every rank got: the same hash; per channel, rings that are one cycle through every
+// rank with each host's ranks contiguous, and trees with one root whose links agree.
+// --per-node K fakes hosts of K ranks; --channels N and --intra TYPE state what to expect (with
+// COHORT_TOPO_FILE naming a reference machine).
+void check_plan_rings(cohort_team_t team, int channel, const std::vector<int> &host_of) {
+  int prev = -1, next = -1;
+  CHECK_STATUS(cohort_team_plan_ring(team, channel, &prev, &next), COHORT_SUCCESS);
+  std::vector<int> nexts(g_size), prevs(g_size);
+  MPI_Allgather(&next, 1, MPI_INT, nexts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&prev, 1, MPI_INT, prevs.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int at = 0, crossings = 0;
+  for (int step = 0; step < g_size; ++step) {
+    int to = nexts[at];
+    CHECK(to >= 0 && to < g_size && prevs[to] == at, "channel %d: %d -> %d, prev %d", channel, at,
+          to, to >= 0 && to < g_size ? prevs[to] : -1);
+    if (to < 0 || to >= g_size) return;
+    crossings += host_of[to] != host_of[at];
+    at = to;
+    if (at == 0 && step + 1 < g_size) CHECK(false, "channel %d: ring closes after %d", channel, step + 1);
+  }
+  CHECK(at == 0, "channel %d: ring does not close", channel);
+  int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
+  CHECK(crossings == (hosts > 1 ? hosts : 0), "channel %d: ring crosses hosts %d times (%d hosts)",
+        channel, crossings, hosts);
+}
+
+void check_plan_tree(cohort_team_t team, int channel) {
+  int link[4] = {-1, -1, -1, -1};
+  CHECK_STATUS(cohort_team_plan_tree(team, channel, &link[0], &link[1]), COHORT_SUCCESS);
+  std::vector<int> all(4 * g_size);
+  MPI_Allgather(link, 4, MPI_INT, all.data(), 4, MPI_INT, MPI_COMM_WORLD);
+  int roots = 0;
+  for (int r = 0; r < g_size; ++r) {
+    int up = all[4 * r];
+    if (up < 0) {
+      ++roots;
+      continue;
+    }
+    int listed = 0;
+    for (int k = 1; k < 4; ++k) listed += all[4 * up + k] == r;
+    CHECK(listed == 1, "channel %d: rank %d's parent %d lists it %d times", channel, r, up, listed);
+  }
+  CHECK(roots == 1, "channel %d: %d roots", channel, roots);
+}
+
+void scenario_plan() {
+  int per_node = opt_int("per-node", 0);
+  std::string host = "plan-host-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
+  ScopedEnv host_env("COHORT_HOST_ID", per_node > 0 ? host.c_str() : getenv("COHORT_HOST_ID"));
+  cohort::Team team(MPI_COMM_WORLD);
+  cohort_plan_info_t info;
+  CHECK_STATUS(cohort_team_plan_info(team.get(), &info), COHORT_SUCCESS);
+  CHECK(same_everywhere(std::to_string(info.hash) + "/" + std::to_string(info.channels)),
+        "ranks hold different plans");
+  CHECK(info.channels >= 1 && info.channels <= 32, "channels %d", info.channels);
+  CHECK(info.nodes == team.node_count(), "plan has %d hosts, team %d", info.nodes,
+        team.node_count());
+  int want_channels = opt_int("channels", 0);
+  if (want_channels > 0) {
+    CHECK(info.channels == want_channels, "channels %d expected %d", info.channels, want_channels);
+  }
+  std::string want_intra = opt_str("intra", "");
+  if (!want_intra.empty()) {
+    CHECK(want_intra == info.intra_path, "intra path %s expected %s", info.intra_path,
+          want_intra.c_str());
+  }
+  std::vector<int> host_of(g_size);
+  for (int r = 0; r < g_size; ++r) host_of[r] = team.peer(r).node_index;
+  for (int c = 0; c < info.channels; ++c) {
+    check_plan_rings(team.get(), c, host_of);
+    check_plan_tree(team.get(), c);
+  }
+  int prev = 0, next = 0, up = 0, down[3];
+  CHECK_STATUS(cohort_team_plan_ring(team.get(), info.channels, &prev, &next),
+               COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_plan_tree(team.get(), -1, &up, down), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_team_plan_info(team.get(), nullptr), COHORT_ERR_INVALID_ARG);
+  if (g_rank == 0) {
+    printf("plan: %d channels x %.1f GB/s, %s in hosts, %s to NICs, %d hosts, hash %016llx\n",
+           info.channels, info.bw_per_channel, info.intra_path, info.net_path, info.nodes,
+           (unsigned long long)info.hash);
+  }
+}
+
+// A rank reporting another plan (COHORT_INJECT_FAILURE=align:R:skew), or a topology file that
+// does not load (--bad-file): every rank fails alike, naming the rank or the file's line.
+void scenario_plan_fails() {
+  cohort_team_config_t cfg = config_with_timeout(20);
+  auto [s, msg, elapsed] = create_expecting_failure(cfg);
+  (void)elapsed;
+  std::string expect = opt_str("expect", "");  // '_' stands for a space
+  std::replace(expect.begin(), expect.end(), '_', ' ');
+  CHECK(contains(msg, expect), "message lacks '%s': %s", expect.c_str(), msg.c_str());
+  CHECK(same_everywhere(msg + cohort_status_string(s)), "ranks disagree: %s", msg.c_str());
+  if (g_rank == 0) printf("every rank: %s: %s\n", cohort_status_string(s), msg.c_str());
+  // The job goes on: a creation without the fault works.
+  unsetenv("COHORT_INJECT_FAILURE");
+  unsetenv("COHORT_TOPO_FILE");
+  cohort::Team team(MPI_COMM_WORLD);
+  CHECK(team.size() == g_size, "team after failure");
+}
+
 // Fake nodes: COHORT_HOST_ID from a per-rank pattern.  --per-node K: blocks of K ranks;
 // --interleave K: rank % K.
 void scenario_fake_nodes() {
@@ -768,6 +871,8 @@ int main(int argc, char **argv) {
       {"after-finalize", scenario_after_finalize},
       {"stall", scenario_stall},
       {"fake-nodes", scenario_fake_nodes},
+      {"plan", scenario_plan},
+      {"plan-fails", scenario_plan_fails},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},
       {"oob", scenario_oob},

@@ -1,0 +1,240 @@
+// Team creation, planning part: topology -> graphs -> align.  Each host's leader (local
+// rank 0) detects or loads the host topology and searches its rings; the hosts' summaries are
+// exchanged, every rank builds the same plan from them, and the plans' hashes are compared.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.h"
+#include "core/params.h"
+#include "team/rank_list.h"
+#include "team/team.h"
+#include "topo/graph_xml.h"
+#include "topo/bandwidth.h"
+#include "topo/host.h"
+
+namespace cohort {
+namespace {
+
+bool is_leader(const NodeLayout &layout, int rank) { return layout.local_rank[rank] == 0; }
+
+Status p2p_level(topo::PathType *out) {
+  int choice = 0;
+  Status s = param_enum("P2P_LEVEL", &choice);
+  if (is_error(s)) return s;
+  // AUTO, then LOC..SYS in PathType order.
+  *out = choice == 0 ? topo::PathType::kCount : static_cast<topo::PathType>(choice - 1);
+  return COHORT_SUCCESS;
+}
+
+std::string expand(const std::string &pattern) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return log_expand_path(pattern, host, static_cast<long>(getpid()));
+}
+
+// A GPU of a rank that the topology lacks (a hidden PCI tree): attach it to the CPU of its
+// NUMA node, and say so.
+int attach_missing_gpu(topo::Topology *topo, const PeerRecord &peer) {
+  std::vector<int> cpus = topo->of_type(topo::NodeType::kCpu);
+  int cpu = cpus.empty() ? -1 : cpus[0];
+  for (int c : cpus) {
+    if (topo->nodes[c].numa == peer.numa_node) cpu = c;
+  }
+  topo::Node gpu;
+  gpu.type = topo::NodeType::kGpu;
+  gpu.id = topo::normalize_bus_id(peer.bus_id);
+  int index = topo->add_node(gpu);
+  if (cpu >= 0) topo->connect(index, cpu, topo::LinkType::kPci, topo::pci_bw(0, 0));
+  topo->assumptions.push_back(strprintf("GPU %s of a rank is not in the topology: attached to %s",
+                                        gpu.id.c_str(), cpu >= 0 ? topo->nodes[cpu].id.c_str() : "nothing"));
+  return index;
+}
+
+}  // namespace
+
+Status TeamImpl::step_topology() {
+  if (!exchange_.request) {
+    Status s = local_phase_status(Phase::kTopology);
+    if (!is_error(s) && is_leader(layout_, rank_)) s = load_topology();
+    return post_exchange(*oob_, Phase::kTopology, "topology", phase_channel(Phase::kTopology), s,
+                         nullptr, 0);
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  exchange_.request.reset();
+  end_phase(Phase::kTopology);
+  stage_ = Stage::kGraphs;
+  return COHORT_IN_PROGRESS;
+}
+
+// Leader: the host's model with every local rank's GPU in it (a detected model; a loaded
+// file stands for another machine, whose GPUs the ranks then play), and its paths.
+Status TeamImpl::load_topology() {
+  topo::HostTopology host;
+  Status s = topo::host_topology(&host);
+  if (is_error(s)) return s;
+  auto topology = std::make_shared<topo::Topology>(*host.topology);
+  const int node = layout_.node_of_rank[rank_];
+  bool added = false;
+  for (int r = 0; r < size_ && !host.from_file; ++r) {
+    if (layout_.node_of_rank[r] != node || peers_[r].cuda_device < 0) continue;
+    std::string bus = topo::normalize_bus_id(peers_[r].bus_id);
+    if (topology->find(topo::NodeType::kGpu, bus) >= 0) continue;
+    attach_missing_gpu(topology.get(), peers_[r]);
+    COHORT_LOG_WARN(TOPO, "%s: %s", config_.name.c_str(), topology->assumptions.back().c_str());
+    added = true;
+  }
+  if (added) topo::canonicalize(topology.get());
+  topo::PathOptions options;
+  if (s = p2p_level(&options.p2p_level); is_error(s)) return s;
+  paths_ = std::make_unique<topo::Paths>(*topology, options);
+  topology_ = std::move(topology);
+  topology_from_file_ = host.from_file;
+  return COHORT_SUCCESS;
+}
+
+Status TeamImpl::step_graphs() {
+  if (!exchange_.request) {
+    local_max_ = *std::max_element(layout_.local_size.begin(), layout_.local_size.end());
+    std::vector<int32_t> words(topo::summary_words(local_max_), 0);
+    Status s = local_phase_status(Phase::kGraphs);
+    if (!is_error(s) && is_leader(layout_, rank_)) s = host_graph(&words);
+    return post_exchange(*oob_, Phase::kGraphs, "graphs", phase_channel(Phase::kGraphs), s,
+                         words.data(), words.size() * sizeof(int32_t));
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  const size_t words = topo::summary_words(local_max_);
+  summaries_.assign(static_cast<size_t>(layout_.node_count) * words, 0);
+  for (int r = 0; r < size_; ++r) {
+    if (!is_leader(layout_, r)) continue;
+    std::memcpy(&summaries_[layout_.node_of_rank[r] * words], payload_of(r),
+                words * sizeof(int32_t));
+  }
+  exchange_.request.reset();
+  end_phase(Phase::kGraphs);
+  stage_ = Stage::kAlign;
+  return COHORT_IN_PROGRESS;
+}
+
+// Leader: the local ranks and their GPUs, the host's rings, their summary.
+Status TeamImpl::host_graph(std::vector<int32_t> *words) {
+  const int node = layout_.node_of_rank[rank_];
+  std::vector<int> file_gpus = topology_->of_type(topo::NodeType::kGpu);
+  std::vector<topo::LocalRank> locals;
+  std::vector<int> gpus;
+  for (int r = 0; r < size_; ++r) {
+    if (layout_.node_of_rank[r] != node) continue;
+    topo::LocalRank local{r, -1, peers_[r].numa_node};
+    if (peers_[r].cuda_device >= 0) {
+      local.gpu = topology_->find(topo::NodeType::kGpu, topo::normalize_bus_id(peers_[r].bus_id));
+    }
+    if (local.gpu < 0 && topology_from_file_ && !file_gpus.empty()) {
+      // Reproducing another machine from its file: local rank i plays its i-th GPU.
+      local.gpu = file_gpus[layout_.local_rank[r] % file_gpus.size()];
+    }
+    if (local.gpu >= 0 && std::find(gpus.begin(), gpus.end(), local.gpu) == gpus.end()) {
+      gpus.push_back(local.gpu);
+    }
+    locals.push_back(local);
+  }
+  std::sort(gpus.begin(), gpus.end());
+  topo::NodeGraph graph;
+  Status s = search_or_load(gpus, &graph);
+  if (is_error(s)) return s;
+  topo::NodeSummary summary = topo::summarize_node(graph, locals);
+  topo::pack_summary(summary, local_max_, words->data());
+  return COHORT_SUCCESS;
+}
+
+Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *graph) {
+  if (gpus.empty()) {
+    COHORT_LOG_INFO(GRAPH, "%s: no rank of this host uses a GPU: rings follow ranks by NUMA node",
+                    config_.name.c_str());
+    *graph = topo::NodeGraph{};
+    return COHORT_SUCCESS;
+  }
+  std::string file, dump;
+  int64_t budget = 0;
+  Status s = param_string("GRAPH_FILE", &file);
+  if (!is_error(s)) s = param_string("GRAPH_DUMP_FILE", &dump);
+  if (!is_error(s)) s = param_int("SEARCH_BUDGET", &budget);
+  if (is_error(s)) return s;
+  if (!file.empty()) {
+    s = topo::read_graph_file(file, *topology_, *paths_, gpus, graph);
+    if (is_error(s)) return s;
+  } else {
+    topo::SearchOptions options;
+    options.cross_node = layout_.node_count > 1;
+    options.budget = budget;
+    *graph = topo::search_rings(*topology_, *paths_, gpus, options);
+  }
+  if (graph->fallback) {
+    COHORT_LOG_WARN(GRAPH, "%s: ring search found nothing within %ld steps: using GPUs in bus "
+                    "order (COHORT_SEARCH_BUDGET raises the budget)",
+                    config_.name.c_str(), graph->steps);
+  }
+  COHORT_LOG_INFO(GRAPH, "%s: host graph (%s): %zu GPUs, %zu channels x %.1f GB/s, %s within "
+                  "the host, %s to the network, %ld search steps",
+                  config_.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
+                  graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),
+                  topo::path_type_name(graph->net_type), graph->steps);
+  if (!dump.empty()) {
+    s = topo::write_graph_file(*topology_, *graph, expand(dump));
+    if (is_error(s)) return s;
+  }
+  return COHORT_SUCCESS;
+}
+
+Status TeamImpl::step_align() {
+  if (!exchange_.request) {
+    Status s = local_phase_status(Phase::kAlign);
+    if (!is_error(s)) s = build_plan();
+    uint64_t hash = plan_.hash;
+    if (config_.inject.active && config_.inject.skew && config_.inject.rank == rank_) hash ^= 1;
+    return post_exchange(*oob_, Phase::kAlign, "align", phase_channel(Phase::kAlign), s, &hash,
+                         sizeof(hash));
+  }
+  Status s = poll_exchange();
+  if (s != COHORT_SUCCESS) return s;
+  s = compare_plan_hashes();
+  exchange_.request.reset();
+  if (is_error(s)) return finish_failed(s);
+  end_phase(Phase::kAlign);
+  stage_ = Stage::kReady;
+  return COHORT_IN_PROGRESS;
+}
+
+Status TeamImpl::build_plan() {
+  const size_t words = topo::summary_words(local_max_);
+  std::vector<topo::NodeSummary> nodes(layout_.node_count);
+  for (int n = 0; n < layout_.node_count; ++n) {
+    Status s = topo::unpack_summary(&summaries_[n * words], local_max_, size_, &nodes[n]);
+    if (is_error(s)) return failf(s, "graph summary of host %d: %s", n, last_error().c_str());
+  }
+  summaries_.clear();
+  return topo::align_plan(nodes, size_, &plan_);
+}
+
+// Every rank sees every hash, so every rank names the same ranks.
+Status TeamImpl::compare_plan_hashes() {
+  uint64_t reference = 0;
+  std::memcpy(&reference, payload_of(0), sizeof(reference));
+  std::vector<int> differ;
+  for (int r = 1; r < size_; ++r) {
+    uint64_t hash = 0;
+    std::memcpy(&hash, payload_of(r), sizeof(hash));
+    if (hash != reference) differ.push_back(r);
+  }
+  if (differ.empty()) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_INVALID_USAGE,
+               "team creation failed in phase align: %zu of %d ranks built a plan different from "
+               "rank 0's (hash %016llx): ranks %s; the first is %s. The ranks disagree on the "
+               "rings and trees: do they run the same Cohort build?",
+               differ.size(), size_, static_cast<unsigned long long>(reference),
+               format_rank_list(differ).c_str(), describe(differ[0]).c_str());
+}
+
+}  // namespace cohort

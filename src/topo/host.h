@@ -1,0 +1,20 @@
+// This host's topology for team creation: loaded from COHORT_TOPO_FILE or detected, once per
+// process (later teams reuse it), and dumped to COHORT_TOPO_DUMP_FILE when asked.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "topo/topo.h"
+
+namespace cohort::topo {
+
+struct HostTopology {
+  std::shared_ptr<const Topology> topology;
+  bool from_file = false;
+  std::string source;  // the file, or "detected"
+};
+
+Status host_topology(HostTopology *out);
+
+}  // namespace cohort::topo

@@ -1,0 +1,46 @@
+// NVLinks from NVML.  The library is dlopen'ed (libnvidia-ml.so.1 comes with the driver, not
+// the toolkit), so a host without a driver, or a driver without NVML, still builds a model:
+// the caller records that NVLinks are unknown.  The aggregation into model links is a pure
+// function so that it can be tested without NVML.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topo/topo.h"
+
+namespace cohort::topo {
+
+// What the far end of an NVLink is.  kUnknown: NVML too old to say (no
+// nvmlDeviceGetNvLinkRemoteDeviceType); the bus id then decides.
+enum class NvLinkPeer : uint8_t { kGpu, kSwitch, kCpu, kUnknown };
+
+// One active NVLink of a GPU.
+struct NvLinkEnd {
+  NvLinkPeer peer = NvLinkPeer::kUnknown;
+  std::string bus_id;  // the far end's, normalized; may be empty for a switch
+};
+
+// What NVML says about one GPU.
+struct NvmlGpu {
+  std::string bus_id;  // normalized
+  int sm = 0;          // compute capability x 10; 0 unknown
+  std::vector<NvLinkEnd> links;
+};
+
+// Asks NVML about the GPUs `bus_ids` (normalized).  A GPU NVML does not know is left out of
+// `out`.  Returns false with the reason in `why` ("libnvidia-ml.so.1: cannot open shared
+// object file ...") when NVML cannot be loaded or initialised.
+bool query_nvml(const std::vector<std::string> &bus_ids, std::vector<NvmlGpu> *out,
+                std::string *why);
+
+// Adds the NVLinks of `gpus` to `topo`, whose GPU nodes are matched by bus id: one kNvLink per
+// GPU pair (both ends report it; the larger count wins), and one per GPU to the "nvswitch"
+// node (added when some GPU reaches the fabric) with the GPU's count of switch links.  Each
+// link's bandwidth is count x nvlink_bw(sm), with the smaller sm of a pair.  A link of
+// unknown peer leads to the fabric unless its bus id is a GPU of the model.  Links to CPUs
+// (IBM NPU) and to GPUs absent from the model are left out.
+void add_nvlinks(const std::vector<NvmlGpu> &gpus, Topology *topo);
+
+}  // namespace cohort::topo

@@ -1,0 +1,278 @@
+#include "topo/search.h"
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+
+#include "topo/bandwidth.h"
+
+namespace cohort::topo {
+namespace {
+
+// Per-channel bandwidths tried, best first: a channel is one thread block's worth of copy
+// engine, which tops out near 60 GB/s.
+constexpr double kChannelSpeeds[] = {60, 50, 40, 30, 24, 20, 15, 12, 10, 8, 6, 5, 4, 3, 2, 1, 0.5};
+constexpr double kMaxChannelSpeed = 60;
+// More, slower channels replace fewer, faster ones only for a clear gain in total bandwidth:
+// each channel costs a thread block and a share of the buffers.
+constexpr double kClearGain = 1.1;
+
+// The table's speeds plus the rates of the host's own links (a 100 Gb/s NIC's 12.5 GB/s,
+// a PCIe link's 25.2) that fall below the table's top, fastest first.
+std::vector<double> candidate_speeds(const Topology &topo) {
+  std::vector<double> speeds(std::begin(kChannelSpeeds), std::end(kChannelSpeeds));
+  for (const Link &link : topo.links) {
+    if (link.bw < kMaxChannelSpeed) speeds.push_back(link.bw);
+  }
+  std::sort(speeds.begin(), speeds.end(), std::greater<double>());
+  speeds.erase(std::unique(speeds.begin(), speeds.end(),
+                           [](double a, double b) { return a - b < 1e-9; }),
+               speeds.end());
+  return speeds;
+}
+
+class RingSearch {
+ public:
+  RingSearch(const Topology &topo, const Paths &paths, const std::vector<int> &gpus,
+             const SearchOptions &options)
+      : topo_(topo), paths_(paths), gpus_(gpus), options_(options) {
+    for (const Link &link : topo.links) capacity_.push_back(link.bw);
+    nets_ = rank_nets();
+  }
+
+  // As many rings at `bw` as fit; empty when none does.
+  NodeGraph at_speed(double bw) {
+    remaining_ = capacity_;
+    NodeGraph graph;
+    graph.bw = bw;
+    while (static_cast<int>(graph.rings.size()) < options_.max_channels && steps_left_ > 0) {
+      std::vector<int> ring;
+      int net = -1;
+      if (!next_ring(bw, static_cast<int>(graph.rings.size()), &ring, &net)) break;
+      graph.rings.push_back(ring);
+      graph.nets.push_back(net);
+    }
+    return graph;
+  }
+
+  long steps_left_ = 0;
+
+ private:
+  // Network ports, closest to the GPUs first.
+  std::vector<int> rank_nets() const {
+    std::vector<int> nets = topo_.of_type(NodeType::kNet);
+    auto best = [&](int net) {
+      PathType type = PathType::kDis;
+      for (int g : gpus_) type = std::min(type, paths_.get(net, g).type);
+      return type;
+    };
+    std::stable_sort(nets.begin(), nets.end(), [&](int a, int b) { return best(a) < best(b); });
+    return nets;
+  }
+
+  bool fits(int from, int to, double bw) const {
+    for (int l : paths_.route(from, to)) {
+      if (remaining_[l] < bw - 1e-9) return false;
+    }
+    return true;
+  }
+
+  void take(int from, int to, double bw) {
+    for (int l : paths_.route(from, to)) remaining_[l] -= bw;
+  }
+
+  // What is left of the narrowest link from -> to after the rings placed so far.
+  double free_bw(int from, int to) const {
+    double free = 1e300;
+    for (int l : paths_.route(from, to)) free = std::min(free, remaining_[l]);
+    return free;
+  }
+
+  // GPUs ordered as a ring's next hop from `from`: best path type, then the most bandwidth
+  // still free (so later rings take the routes earlier ones left), then index.
+  std::vector<int> hop_order(int from, const std::vector<int> &candidates) const {
+    std::vector<std::pair<int, double>> keyed;
+    for (int g : candidates) keyed.push_back({g, free_bw(from, g)});
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto &a, const auto &b) {
+      PathType x = paths_.get(from, a.first).type;
+      PathType y = paths_.get(from, b.first).type;
+      if (x != y) return x < y;
+      return a.second > b.second + 1e-9;
+    });
+    std::vector<int> order;
+    for (const auto &k : keyed) order.push_back(k.first);
+    return order;
+  }
+
+  bool next_ring(double bw, int channel, std::vector<int> *ring, int *net) {
+    if (!options_.cross_node || nets_.empty()) {
+      *net = -1;
+      return ring_from(gpus_[0], -1, bw, ring);
+    }
+    // Widen the allowed GPU-to-NIC path type only when no port has a ring at the closer one.
+    for (int tier = 0; tier <= static_cast<int>(PathType::kSys); ++tier) {
+      for (size_t k = 0; k < nets_.size(); ++k) {
+        int candidate = nets_[(channel + k) % nets_.size()];
+        if (ring_through_net(candidate, bw, static_cast<PathType>(tier), ring)) {
+          *net = candidate;
+          return true;
+        }
+        if (steps_left_ <= 0) return false;
+      }
+    }
+    return false;
+  }
+
+  // Enter at a GPU within `tier` of `net`, leave from another, closest first.
+  bool ring_through_net(int net, double bw, PathType tier, std::vector<int> *ring) {
+    std::vector<int> ends;
+    for (int g : hop_order(net, gpus_)) {
+      if (paths_.get(net, g).type <= tier && paths_.get(g, net).type <= tier) ends.push_back(g);
+    }
+    for (int entry : ends) {
+      if (!fits(net, entry, bw)) continue;
+      take(net, entry, bw);
+      for (int exit : ends) {
+        if ((exit == entry && gpus_.size() > 1) || !fits(exit, net, bw)) continue;
+        take(exit, net, bw);
+        if (ring_from(entry, exit, bw, ring)) return true;
+        take(exit, net, -bw);
+        if (steps_left_ <= 0) break;
+      }
+      take(net, entry, -bw);
+      if (steps_left_ <= 0) break;
+    }
+    return false;
+  }
+
+  // A path through every GPU from `entry`, ending at `exit` (or, with exit -1, closing the
+  // cycle back to entry), every hop fitting `bw`.
+  bool ring_from(int entry, int exit, double bw, std::vector<int> *ring) {
+    ring->assign(1, entry);
+    std::vector<bool> used(topo_.nodes.size(), false);
+    used[entry] = true;
+    if (exit >= 0) used[exit] = true;
+    if (extend(ring, &used, exit, bw)) return true;
+    ring->clear();
+    return false;
+  }
+
+  bool extend(std::vector<int> *ring, std::vector<bool> *used, int exit, double bw) {
+    const int last = ring->back();
+    const size_t placed = ring->size() + (exit >= 0 && exit != (*ring)[0] ? 1 : 0);
+    if (placed == gpus_.size()) return close(ring, exit, bw);
+    std::vector<int> free;
+    for (int g : gpus_) {
+      if (!(*used)[g]) free.push_back(g);
+    }
+    for (int next : hop_order(last, free)) {
+      if (--steps_left_ < 0) return false;
+      if (!fits(last, next, bw)) continue;
+      take(last, next, bw);
+      (*used)[next] = true;
+      ring->push_back(next);
+      if (extend(ring, used, exit, bw)) return true;
+      ring->pop_back();
+      (*used)[next] = false;
+      take(last, next, -bw);
+    }
+    return false;
+  }
+
+  bool close(std::vector<int> *ring, int exit, double bw) {
+    int last = ring->back();
+    if (exit < 0) {  // close the cycle
+      int first = (*ring)[0];
+      if (last == first) return true;
+      if (!fits(last, first, bw)) return false;
+      take(last, first, bw);
+      return true;
+    }
+    if (exit == last) return true;
+    if (!fits(last, exit, bw)) return false;
+    take(last, exit, bw);
+    ring->push_back(exit);
+    return true;
+  }
+
+  const Topology &topo_;
+  const Paths &paths_;
+  const std::vector<int> &gpus_;
+  const SearchOptions &options_;
+  std::vector<double> capacity_;
+  std::vector<double> remaining_;
+  std::vector<int> nets_;
+};
+
+// Deterministic ring when the search finds nothing: GPUs by id, one channel.
+NodeGraph fallback_graph(const Topology &topo, const std::vector<int> &gpus) {
+  NodeGraph graph;
+  std::vector<int> ring = gpus;
+  std::sort(ring.begin(), ring.end(),
+            [&](int a, int b) { return topo.nodes[a].id < topo.nodes[b].id; });
+  graph.rings.push_back(ring);
+  graph.nets.push_back(-1);
+  graph.fallback = true;
+  return graph;
+}
+
+}  // namespace
+
+void measure_graph(const Topology &topo, const Paths &paths, NodeGraph *graph) {
+  (void)topo;
+  double bw = kLocalBw;
+  PathType intra = PathType::kLoc;
+  PathType net_type = PathType::kLoc;
+  for (size_t c = 0; c < graph->rings.size(); ++c) {
+    const std::vector<int> &ring = graph->rings[c];
+    int net = c < graph->nets.size() ? graph->nets[c] : -1;
+    size_t hops = net >= 0 ? ring.size() - 1 : ring.size();
+    for (size_t i = 0; i < hops && ring.size() > 1; ++i) {
+      const Path &path = paths.get(ring[i], ring[(i + 1) % ring.size()]);
+      bw = std::min(bw, path.bw);
+      intra = std::max(intra, path.type);
+    }
+    if (net >= 0) {
+      for (const Path *path : {&paths.get(net, ring.front()), &paths.get(ring.back(), net)}) {
+        bw = std::min(bw, path->bw);
+        net_type = std::max(net_type, path->type);
+      }
+    }
+  }
+  if (graph->bw <= 0 || graph->bw > bw) graph->bw = bw;
+  graph->intra_type = intra;
+  graph->net_type = net_type;
+}
+
+NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vector<int> &gpus,
+                       const SearchOptions &options) {
+  if (gpus.empty()) return NodeGraph{};
+  if (gpus.size() == 1 && !options.cross_node) {
+    // Ranks sharing one GPU copy within its memory: two channels, one per tree.
+    NodeGraph graph;
+    graph.rings.assign(std::min(2, options.max_channels), gpus);
+    graph.nets.assign(graph.rings.size(), -1);
+    graph.bw = kLocalBw / graph.rings.size();
+    return graph;
+  }
+  RingSearch search(topo, paths, gpus, options);
+  search.steps_left_ = options.budget;
+  NodeGraph best;
+  for (double speed : candidate_speeds(topo)) {
+    if (search.steps_left_ <= 0) break;
+    NodeGraph graph = search.at_speed(speed);
+    double total = graph.rings.size() * speed;
+    if (total > (best.rings.empty() ? 0 : kClearGain * best.rings.size() * best.bw)) best = graph;
+    // Slower speeds cannot beat the best once even a full set of channels would not.
+    if (best.rings.size() * best.bw >= options.max_channels * speed - 1e-9) break;
+  }
+  best.steps = options.budget - std::max(search.steps_left_, 0L);
+  if (best.rings.empty()) {
+    best = fallback_graph(topo, gpus);
+    best.bw = 0;
+  }
+  measure_graph(topo, paths, &best);
+  return best;
+}
+
+}  // namespace cohort::topo

@@ -1,0 +1,43 @@
+// Graph search on one host: rings through the GPUs in use that maximise channels x
+// per-channel bandwidth, subtracting each channel's bandwidth from the links it crosses, so
+// NVLink-rich machines get many channels and PCIe machines cross the CPU interconnect as
+// little as they can.  Bounded: a step budget, then a deterministic fallback ring.
+#pragma once
+
+#include <vector>
+
+#include "topo/paths.h"
+#include "topo/topo.h"
+
+namespace cohort::topo {
+
+constexpr int kMaxChannels = 32;
+
+struct SearchOptions {
+  int max_channels = kMaxChannels;
+  // Rings enter and leave the host through a NIC (jobs of several hosts): each channel picks
+  // a network port, enters at a GPU close to it and leaves from another close GPU.
+  bool cross_node = false;
+  long budget = 200000;  // ring-extension steps over the whole search
+};
+
+struct NodeGraph {
+  std::vector<std::vector<int>> rings;  // per channel: GPU node indices, entry GPU first
+  std::vector<int> nets;                // per channel: the net node used, -1 within a host
+  double bw = 0;                        // GB/s per channel
+  PathType intra_type = PathType::kLoc; // worst GPU-to-GPU hop on the rings
+  PathType net_type = PathType::kLoc;   // worst GPU-to-NIC path (cross-node rings)
+  bool fallback = false;                // nothing found within the budget
+  long steps = 0;
+};
+
+// Searches rings through `gpus` (GPU node indices of `topo`, no repeats).  A single GPU
+// within a host (ranks sharing it) gets two channels at its memory bandwidth; no GPUs, an
+// empty graph.
+NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vector<int> &gpus,
+                       const SearchOptions &options);
+
+// Recomputes bw, intra_type and net_type of a given graph (a loaded one) from the topology.
+void measure_graph(const Topology &topo, const Paths &paths, NodeGraph *graph);
+
+}  // namespace cohort::topo

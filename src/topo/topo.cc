@@ -1,0 +1,182 @@
+#include "topo/topo.h"
+
+#include <strings.h>
+
+#include <cstdio>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace cohort::topo {
+namespace {
+
+constexpr const char *kNodeNames[] = {"gpu", "nvswitch", "pci", "cpu", "nic", "net"};
+constexpr const char *kLinkNames[] = {"nvlink", "pci", "cpu", "net"};
+constexpr const char *kPathNames[] = {"LOC", "NVL", "NVB", "PIX", "PXB",
+                                      "PHB", "SYS", "NET", "DIS"};
+constexpr const char *kTransportNames[] = {"P2P", "SHM", "NET"};
+
+template <typename Enum, size_t N>
+bool from_name(const char *const (&names)[N], const std::string &name, Enum *out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (strcasecmp(names[i], name.c_str()) == 0) {
+      *out = static_cast<Enum>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char *node_type_name(NodeType type) { return kNodeNames[static_cast<int>(type)]; }
+const char *link_type_name(LinkType type) { return kLinkNames[static_cast<int>(type)]; }
+const char *path_type_name(PathType type) { return kPathNames[static_cast<int>(type)]; }
+const char *transport_name(Transport t) { return kTransportNames[static_cast<int>(t)]; }
+bool node_type_from_name(const std::string &name, NodeType *out) {
+  return from_name(kNodeNames, name, out);
+}
+bool link_type_from_name(const std::string &name, LinkType *out) {
+  return from_name(kLinkNames, name, out);
+}
+bool path_type_from_name(const std::string &name, PathType *out) {
+  return from_name(kPathNames, name, out);
+}
+
+int Topology::add_node(Node node) {
+  node.links.clear();
+  nodes.push_back(std::move(node));
+  return static_cast<int>(nodes.size()) - 1;
+}
+
+void Topology::connect(int a, int b, LinkType type, double bw, double bw_back, int count,
+                       int pci_gen, int pci_width) {
+  Link link;
+  link.type = type;
+  link.count = count;
+  link.pci_gen = pci_gen;
+  link.pci_width = pci_width;
+  link.from = a;
+  link.to = b;
+  link.bw = bw;
+  nodes[a].links.push_back(static_cast<int>(links.size()));
+  links.push_back(link);
+  link.from = b;
+  link.to = a;
+  link.bw = bw_back < 0 ? bw : bw_back;
+  nodes[b].links.push_back(static_cast<int>(links.size()));
+  links.push_back(link);
+}
+
+int Topology::find(NodeType type, const std::string &id) const {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].type == type && nodes[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<int> Topology::of_type(NodeType type) const {
+  std::vector<int> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].type == type) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+int Topology::link_between(int a, int b) const {
+  for (int l : nodes[a].links) {
+    if (links[l].to == b) return l;
+  }
+  return -1;
+}
+
+std::string normalize_bus_id(const std::string &text) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  char tail = 0;
+  if (sscanf(text.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4) {
+    domain = 0;
+    if (sscanf(text.c_str(), "%x:%x.%x%c", &bus, &device, &function, &tail) != 3) return "";
+  }
+  if (domain > 0xffff || bus > 0xff || device > 0x1f || function > 7) return "";
+  return strprintf("%04x:%02x:%02x.%x", domain, bus, device, function);
+}
+
+void canonicalize(Topology *topo) {
+  const size_t n = topo->nodes.size();
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Node &x = topo->nodes[a];
+    const Node &y = topo->nodes[b];
+    if (x.type != y.type) return x.type < y.type;
+    return x.id < y.id;
+  });
+  std::vector<int> new_index(n);
+  for (size_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int>(i);
+  std::vector<Node> nodes(n);
+  for (size_t i = 0; i < n; ++i) {
+    nodes[i] = std::move(topo->nodes[order[i]]);
+    nodes[i].links.clear();
+  }
+  std::vector<Link> links = std::move(topo->links);
+  for (Link &link : links) {
+    link.from = new_index[link.from];
+    link.to = new_index[link.to];
+  }
+  std::stable_sort(links.begin(), links.end(), [](const Link &a, const Link &b) {
+    return a.from != b.from ? a.from < b.from : a.to < b.to;
+  });
+  for (size_t l = 0; l < links.size(); ++l) nodes[links[l].from].links.push_back(static_cast<int>(l));
+  topo->nodes = std::move(nodes);
+  topo->links = std::move(links);
+  for (auto &pair : topo->no_p2p) {
+    if (pair.second < pair.first) std::swap(pair.first, pair.second);
+  }
+  std::sort(topo->no_p2p.begin(), topo->no_p2p.end());
+  topo->no_p2p.erase(std::unique(topo->no_p2p.begin(), topo->no_p2p.end()), topo->no_p2p.end());
+}
+
+Status validate(const Topology &topo) {
+  std::set<std::pair<NodeType, std::string>> ids;
+  for (const Node &node : topo.nodes) {
+    if (node.id.empty()) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: a %s node has no id", node_type_name(node.type));
+    }
+    if (!ids.insert({node.type, node.id}).second) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: two %s nodes have the id '%s'",
+                   node_type_name(node.type), node.id.c_str());
+    }
+  }
+  const int n = static_cast<int>(topo.nodes.size());
+  for (const Link &link : topo.links) {
+    if (link.from < 0 || link.from >= n || link.to < 0 || link.to >= n || link.from == link.to) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: a link joins invalid nodes %d and %d",
+                   link.from, link.to);
+    }
+    const Node &a = topo.nodes[link.from];
+    const Node &b = topo.nodes[link.to];
+    if (!(link.bw > 0)) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: the %s link %s %s -> %s %s has bandwidth %g",
+                   link_type_name(link.type), node_type_name(a.type), a.id.c_str(),
+                   node_type_name(b.type), b.id.c_str(), link.bw);
+    }
+    if (topo.link_between(link.to, link.from) < 0) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: the link %s -> %s has no reverse direction",
+                   a.id.c_str(), b.id.c_str());
+    }
+  }
+  for (int g : topo.of_type(NodeType::kGpu)) {
+    bool attached = false;
+    for (int l : topo.nodes[g].links) attached |= topo.links[l].type == LinkType::kPci;
+    if (!attached) {
+      return failf(COHORT_ERR_INVALID_ARG,
+                   "topology: GPU %s has no PCI link to a switch or CPU (every GPU hangs off "
+                   "the PCI tree, even when it talks over NVLink)",
+                   topo.nodes[g].id.c_str());
+    }
+  }
+  return COHORT_SUCCESS;
+}
+
+}  // namespace cohort::topo

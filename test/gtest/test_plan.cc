@@ -1,0 +1,200 @@
+// Plans: host summaries, their exchange format, alignment across hosts, the trees that join
+// hosts, and the cost of planning for a very large job.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "topo/plan.h"
+#include "topo_fixture.h"
+
+namespace cohort::topo {
+namespace {
+
+NodeSummary host_summary(int first_rank, int ranks, int channels, double bw, PathType intra) {
+  NodeSummary s;
+  s.channels = channels;
+  s.bw = bw;
+  s.intra_type = intra;
+  s.order.assign(channels, {});
+  for (int c = 0; c < channels; ++c) {
+    for (int i = 0; i < ranks; ++i) s.order[c].push_back(first_rank + (i + c) % ranks);
+  }
+  return s;
+}
+
+// Each host's summary from one searched graph of the reference host (ranks host*8 + GPU).
+std::vector<NodeSummary> h100_job(int hosts, const NodeGraph &graph, const Topology &topo) {
+  std::vector<int> gpus = all_gpus(topo);
+  std::vector<NodeSummary> nodes;
+  nodes.reserve(hosts);
+  for (int h = 0; h < hosts; ++h) {
+    std::vector<LocalRank> locals;
+    for (size_t i = 0; i < gpus.size(); ++i) locals.push_back({h * 8 + static_cast<int>(i), gpus[i], 0});
+    nodes.push_back(summarize_node(graph, locals));
+  }
+  return nodes;
+}
+
+void expect_consistent(const Plan &plan, int team_size) {
+  for (int c = 0; c < plan.channels; ++c) {
+    std::vector<int> sorted = plan.rings[c];
+    std::sort(sorted.begin(), sorted.end());
+    for (int r = 0; r < team_size; ++r) ASSERT_EQ(sorted[r], r);
+    for (int r = 0; r < team_size; ++r) {
+      ASSERT_EQ(plan.ring_prev(c, plan.ring_next(c, r)), r);
+    }
+    int roots = 0;
+    for (int r = 0; r < team_size; ++r) {
+      const TreeLinks &t = plan.trees[c][r];
+      if (t.up < 0) {
+        ++roots;
+        continue;
+      }
+      const TreeLinks &up = plan.trees[c][t.up];
+      ASSERT_TRUE(std::count(up.down.begin(), up.down.end(), r) == 1) << "rank " << r;
+    }
+    ASSERT_EQ(roots, 1) << "channel " << c;
+  }
+}
+
+}  // namespace
+
+TEST(TopoPlan, SummaryPutsSharedGpuRanksTogetherAndGpulessRanksLast) {
+  NodeGraph graph;
+  graph.rings = {{5, 7}, {7, 5}};
+  graph.nets = {-1, -1};
+  graph.bw = 20;
+  std::vector<LocalRank> locals = {{10, 7, 0}, {11, -1, 1}, {12, 5, 0}, {13, 7, 0}, {14, -1, 0}};
+  NodeSummary s = summarize_node(graph, locals);
+  ASSERT_EQ(s.channels, 2);
+  EXPECT_EQ(s.order[0], (std::vector<int>{12, 10, 13, 14, 11}));
+  EXPECT_EQ(s.order[1], (std::vector<int>{10, 13, 12, 14, 11}));
+  // No GPU in use: two channels in NUMA order.
+  NodeSummary host = summarize_node(NodeGraph{}, {{3, -1, 1}, {4, -1, 0}});
+  EXPECT_EQ(host.channels, 2);
+  EXPECT_EQ(host.bw, 0);
+  EXPECT_EQ(host.order[1], (std::vector<int>{4, 3}));
+}
+
+TEST(TopoPlan, SummaryRecordsRoundTripAndRejectNonsense) {
+  NodeSummary s = host_summary(4, 3, 5, 24.5, PathType::kPxb);
+  s.net_type = PathType::kPix;
+  s.fallback = true;
+  std::vector<int32_t> words(summary_words(4));
+  pack_summary(s, 4, words.data());
+  NodeSummary back;
+  ASSERT_EQ(unpack_summary(words.data(), 4, 8, &back), COHORT_SUCCESS) << last_error();
+  EXPECT_EQ(back.channels, 5);
+  EXPECT_EQ(back.bw, 24.5);
+  EXPECT_EQ(back.intra_type, PathType::kPxb);
+  EXPECT_EQ(back.net_type, PathType::kPix);
+  EXPECT_TRUE(back.fallback);
+  EXPECT_EQ(back.order, s.order);
+  // A rank outside the team, a bad count, a foreign record.
+  EXPECT_NE(unpack_summary(words.data(), 4, 6, &back), COHORT_SUCCESS);
+  std::vector<int32_t> bad = words;
+  bad[1] = kMaxChannels + 1;
+  EXPECT_NE(unpack_summary(bad.data(), 4, 8, &back), COHORT_SUCCESS);
+  bad = words;
+  bad[0] = 0;
+  EXPECT_NE(unpack_summary(bad.data(), 4, 8, &back), COHORT_SUCCESS);
+}
+
+TEST(TopoPlan, AlignTakesMinChannelsAndBandwidthAndMaxPathType) {
+  std::vector<NodeSummary> nodes = {host_summary(0, 4, 6, 40, PathType::kNvl),
+                                    host_summary(4, 3, 4, 50, PathType::kPix),
+                                    host_summary(7, 2, 8, 30, PathType::kNvl)};
+  nodes[1].net_type = PathType::kPxb;
+  nodes[2].net_type = PathType::kPix;
+  Plan plan;
+  ASSERT_EQ(align_plan(nodes, 9, &plan), COHORT_SUCCESS) << last_error();
+  EXPECT_EQ(plan.channels, 4);
+  EXPECT_EQ(plan.bw, 30);
+  EXPECT_EQ(plan.intra_type, PathType::kPix);
+  EXPECT_EQ(plan.net_type, PathType::kPxb);
+  expect_consistent(plan, 9);
+  // Rings follow hosts in order, each host's channel order inside.
+  EXPECT_EQ(plan.rings[1], (std::vector<int>{1, 2, 3, 0, 5, 6, 4, 8, 7}));
+  // A host without GPUs (bw 0) does not zero the plan's bandwidth.
+  nodes.push_back(summarize_node(NodeGraph{}, {{9, -1, 0}}));
+  ASSERT_EQ(align_plan(nodes, 10, &plan), COHORT_SUCCESS);
+  EXPECT_EQ(plan.bw, 30);
+  EXPECT_EQ(plan.channels, 2);
+  // The same inputs give the same hash; another order of one host does not.
+  Plan again;
+  ASSERT_EQ(align_plan(nodes, 10, &again), COHORT_SUCCESS);
+  EXPECT_EQ(plan.hash, again.hash);
+  std::swap(nodes[0].order[0][0], nodes[0].order[0][1]);
+  ASSERT_EQ(align_plan(nodes, 10, &again), COHORT_SUCCESS);
+  EXPECT_NE(plan.hash, again.hash);
+  // Summaries that do not cover the team are refused.
+  EXPECT_NE(align_plan(nodes, 11, &again), COHORT_SUCCESS);
+}
+
+TEST(TopoPlan, SixteenH100HostsJoinByTwoComplementaryTrees) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  SearchOptions options;
+  options.cross_node = true;
+  NodeGraph graph = search_rings(topo, paths, all_gpus(topo), options);
+  for (int hosts : {2, 16}) {
+    std::vector<NodeSummary> nodes = h100_job(hosts, graph, topo);
+    Plan plan;
+    ASSERT_EQ(align_plan(nodes, hosts * 8, &plan), COHORT_SUCCESS) << last_error();
+    ASSERT_GE(plan.channels, 2);
+    expect_consistent(plan, hosts * 8);
+    // Host-level trees: the chain heads of channels 0 and 1.
+    int depth_bound = 0;
+    while ((1 << depth_bound) < hosts) ++depth_bound;
+    for (int h = 0; h < hosts; ++h) {
+      int interior = 0;
+      for (int c = 0; c < 2; ++c) {
+        const TreeLinks &head = plan.trees[c][nodes[h].order[c][0]];
+        interior += head.down[1] >= 0 || head.down[2] >= 0;
+        // Host depth: hops up between heads of different hosts.
+        int depth = 0;
+        for (int at = nodes[h].order[c][0]; plan.trees[c][at].up >= 0; at = plan.trees[c][at].up) {
+          depth += plan.trees[c][at].up / 8 != at / 8;
+        }
+        EXPECT_LE(depth, depth_bound + 1) << hosts << " hosts, host " << h;
+      }
+      EXPECT_LE(interior, 1) << "host " << h << " of " << hosts;
+    }
+    // Rings cross hosts once per host per channel.
+    for (int c = 0; c < plan.channels; ++c) {
+      int crossings = 0;
+      for (int r = 0; r < hosts * 8; ++r) crossings += plan.ring_next(c, r) / 8 != r / 8;
+      EXPECT_EQ(crossings, hosts);
+    }
+  }
+}
+
+// NCCL once spent 26 s in an O(n^2) loop at 96k ranks: planning 16384 hosts x 8 GPUs (one
+// search per host shape, then alignment of every host) must stay well under a second.
+TEST(TopoPlan, SimulatedJobOf16384HostsPlansInUnderASecond) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  const int hosts = 16384;
+  auto start = std::chrono::steady_clock::now();
+  SearchOptions options;
+  options.cross_node = true;
+  NodeGraph graph = search_rings(topo, paths, all_gpus(topo), options);
+  std::vector<NodeSummary> nodes = h100_job(hosts, graph, topo);
+  Plan plan;
+  ASSERT_EQ(align_plan(nodes, hosts * 8, &plan), COHORT_SUCCESS) << last_error();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RecordProperty("plan_seconds", std::to_string(seconds));
+  std::printf("planned %d ranks, %d channels, in %.3f s\n", hosts * 8, plan.channels, seconds);
+#if defined(__SANITIZE_ADDRESS__)
+  const double limit = 5.0;  // sanitizers slow everything several-fold
+#else
+  const double limit = 1.0;
+#endif
+  EXPECT_LT(seconds, limit);
+  EXPECT_EQ(static_cast<int>(plan.rings[0].size()), hosts * 8);
+  EXPECT_EQ(plan.ring_next(0, plan.rings[0].back()), plan.rings[0].front());
+}
+
+}  // namespace cohort::topo

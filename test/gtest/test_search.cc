@@ -1,0 +1,230 @@
+// Paths and ring search on the reference topologies: properties that a wrong model or a
+// wrong search breaks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "topo/bandwidth.h"
+#include "topo_fixture.h"
+
+namespace cohort::topo {
+namespace {
+
+void expect_each_gpu_once(const NodeGraph &graph, const std::vector<int> &gpus) {
+  ASSERT_FALSE(graph.rings.empty());
+  for (const std::vector<int> &ring : graph.rings) {
+    std::vector<int> sorted = ring;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, gpus);
+  }
+}
+
+NodeGraph search(const Topology &topo, const Paths &paths, bool cross_node = false) {
+  SearchOptions options;
+  options.cross_node = cross_node;
+  return search_rings(topo, paths, all_gpus(topo), options);
+}
+
+}  // namespace
+
+TEST(TopoPaths, NvSwitchHost) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  std::vector<int> gpus = all_gpus(topo);
+  ASSERT_EQ(gpus.size(), 8u);
+  for (int a : gpus) {
+    for (int b : gpus) {
+      const Path &p = paths.get(a, b);
+      if (a == b) {
+        EXPECT_EQ(p.type, PathType::kLoc);
+        continue;
+      }
+      EXPECT_EQ(p.type, PathType::kNvl) << topo.nodes[a].id << " " << topo.nodes[b].id;
+      EXPECT_DOUBLE_EQ(p.bw, 18 * nvlink_bw(90));
+      EXPECT_EQ(p.hops, 2);  // through the switch fabric
+      EXPECT_EQ(paths.gpu_transport(a, b), Transport::kP2p);
+    }
+  }
+  // Each NIC shares a PCIe switch with two GPUs (PIX), the other switch of its CPU is PHB,
+  // the other CPU SYS.
+  std::vector<int> nics = topo.of_type(NodeType::kNic);
+  ASSERT_EQ(nics.size(), 8u);
+  for (int nic : nics) {
+    std::map<PathType, int> by_type;
+    for (int g : gpus) by_type[paths.get(g, nic).type]++;
+    EXPECT_EQ(by_type[PathType::kPix], 2) << topo.nodes[nic].id;
+    EXPECT_EQ(by_type[PathType::kPhb], 2) << topo.nodes[nic].id;
+    EXPECT_EQ(by_type[PathType::kSys], 4) << topo.nodes[nic].id;
+  }
+}
+
+TEST(TopoPaths, PcieBoxTypes) {
+  Topology topo = load_reference("pcie-8gpu.xml");
+  Paths paths(topo);
+  std::vector<int> gpus = all_gpus(topo);
+  ASSERT_EQ(gpus.size(), 8u);
+  std::map<PathType, int> by_type;
+  for (int a : gpus) {
+    for (int b : gpus) {
+      if (a == b) continue;
+      PathType t = paths.get(a, b).type;
+      by_type[t]++;
+      bool same_switch = parent_of(topo, a) == parent_of(topo, b);
+      EXPECT_EQ(t == PathType::kPix, same_switch);
+    }
+  }
+  // Ordered pairs: 8 under a shared switch, 16 under one CPU, 32 across CPUs.
+  EXPECT_EQ(by_type[PathType::kPix], 8);
+  EXPECT_EQ(by_type[PathType::kPhb], 16);
+  EXPECT_EQ(by_type[PathType::kSys], 32);
+  EXPECT_EQ(by_type.size(), 3u);
+}
+
+TEST(TopoPaths, TwoGpusOnTwoCpusUseShmUnlessP2pLevelAllowsSys) {
+  Topology topo = load_reference("pcie-2gpu-sys.xml");
+  std::vector<int> gpus = all_gpus(topo);
+  ASSERT_EQ(gpus.size(), 2u);
+  Paths paths(topo);
+  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kSys);
+  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[1]), Transport::kShm);
+  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[0]), Transport::kP2p);
+  PathOptions sys;
+  sys.p2p_level = PathType::kSys;
+  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kP2p);
+  // A pair the CUDA runtime refuses stays SHM at any level.
+  topo.no_p2p.push_back({topo.nodes[gpus[0]].id, topo.nodes[gpus[1]].id});
+  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kShm);
+}
+
+TEST(TopoPaths, AllPairsNvlinkIsDirect) {
+  Topology topo = load_reference("v100-4gpu-allpairs.xml");
+  Paths paths(topo);
+  for (int a : all_gpus(topo)) {
+    for (int b : all_gpus(topo)) {
+      if (a == b) continue;
+      EXPECT_EQ(paths.get(a, b).type, PathType::kNvl);
+      EXPECT_EQ(paths.get(a, b).hops, 1);
+      EXPECT_DOUBLE_EQ(paths.get(a, b).bw, 2 * nvlink_bw(70));
+    }
+  }
+}
+
+TEST(TopoPaths, FlatVmGoesThroughTheHostBridge) {
+  Topology topo = load_reference("vm-flat.xml");
+  Paths paths(topo);
+  std::vector<int> gpus = all_gpus(topo);
+  ASSERT_GE(gpus.size(), 2u);
+  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kPhb);
+  EXPECT_FALSE(topo.assumptions.empty());
+}
+
+TEST(TopoSearch, NvSwitchRingsAreNvlinkAndFillTheLinks) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    for (auto hop : ring_hops(graph, c)) {
+      EXPECT_EQ(paths.get(hop.first, hop.second).type, PathType::kNvl) << "channel " << c;
+    }
+  }
+  double gpu_nvlink = 18 * nvlink_bw(90);
+  EXPECT_GE(graph.rings.size() * graph.bw, 0.9 * gpu_nvlink)
+      << graph.rings.size() << " channels x " << graph.bw << " GB/s";
+  EXPECT_GT(graph.rings.size(), 1u);
+  EXPECT_EQ(graph.intra_type, PathType::kNvl);
+  EXPECT_FALSE(graph.fallback);
+}
+
+TEST(TopoSearch, AllPairsEveryHopIsNvlink) {
+  Topology topo = load_reference("v100-4gpu-allpairs.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    for (auto hop : ring_hops(graph, c)) {
+      EXPECT_EQ(paths.get(hop.first, hop.second).type, PathType::kNvl);
+      EXPECT_EQ(paths.get(hop.first, hop.second).hops, 1);
+    }
+  }
+  // 12 directed pair links of 40 GB/s, 4 per ring: six rings of 20 fill every one.
+  EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, 12 * 2 * nvlink_bw(70) / 4);
+}
+
+TEST(TopoSearch, PcieBoxCrossesTheCpuLinkTwiceAndKeepsSwitchPairsAdjacent) {
+  Topology topo = load_reference("pcie-8gpu.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    int sys = 0;
+    for (auto hop : ring_hops(graph, c)) sys += paths.get(hop.first, hop.second).type == PathType::kSys;
+    EXPECT_EQ(sys, 2) << "channel " << c << ": a ring over two CPUs crosses at least twice";
+    const std::vector<int> &ring = graph.rings[c];
+    for (size_t i = 0; i < ring.size(); ++i) {
+      int g = ring[i];
+      int before = ring[(i + ring.size() - 1) % ring.size()];
+      int after = ring[(i + 1) % ring.size()];
+      bool neighbour_shares = parent_of(topo, before) == parent_of(topo, g) ||
+                              parent_of(topo, after) == parent_of(topo, g);
+      EXPECT_TRUE(neighbour_shares) << "GPU " << topo.nodes[g].id << " in channel " << c;
+    }
+  }
+  EXPECT_EQ(graph.intra_type, PathType::kSys);
+}
+
+TEST(TopoSearch, TwoGpuSysBoxStillGetsARing) {
+  Topology topo = load_reference("pcie-2gpu-sys.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  EXPECT_EQ(graph.intra_type, PathType::kSys);
+  EXPECT_LE(graph.rings.size() * graph.bw, cpu_link_bw("intel") + 1e-9);
+}
+
+TEST(TopoSearch, CrossNodeRingsEnterAndLeaveNextToTheirNic) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths, true);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  std::set<int> nets;
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    ASSERT_GE(graph.nets[c], 0);
+    nets.insert(graph.nets[c]);
+    EXPECT_EQ(paths.get(graph.rings[c].front(), graph.nets[c]).type, PathType::kPix);
+    EXPECT_EQ(paths.get(graph.rings[c].back(), graph.nets[c]).type, PathType::kPix);
+  }
+  EXPECT_GE(nets.size(), std::min<size_t>(graph.rings.size(), 8)) << "channels spread over NICs";
+  EXPECT_EQ(graph.net_type, PathType::kPix);
+  EXPECT_LE(graph.bw, nic_bw(400) + 1e-9);
+}
+
+TEST(TopoSearch, TinyBudgetFallsBackDeterministically) {
+  Topology topo = load_reference("pcie-8gpu.xml");
+  Paths paths(topo);
+  SearchOptions options;
+  options.budget = 3;
+  NodeGraph a = search_rings(topo, paths, all_gpus(topo), options);
+  NodeGraph b = search_rings(topo, paths, all_gpus(topo), options);
+  EXPECT_TRUE(a.fallback);
+  EXPECT_EQ(a.rings, b.rings);
+  expect_each_gpu_once(a, all_gpus(topo));
+  EXPECT_GT(a.bw, 0);
+}
+
+TEST(TopoSearch, SubsetOfGpusAndSingleGpu) {
+  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
+  Paths paths(topo);
+  std::vector<int> gpus = all_gpus(topo);
+  std::vector<int> three(gpus.begin(), gpus.begin() + 3);
+  NodeGraph graph = search_rings(topo, paths, three, SearchOptions{});
+  expect_each_gpu_once(graph, three);
+  NodeGraph one = search_rings(topo, paths, {gpus[0]}, SearchOptions{});
+  ASSERT_EQ(one.rings.size(), 2u);
+  EXPECT_EQ(one.rings[0], std::vector<int>{gpus[0]});
+  EXPECT_TRUE(search_rings(topo, paths, {}, SearchOptions{}).rings.empty());
+}
+
+}  // namespace cohort::topo
