@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -91,19 +93,53 @@ int Topology::link_between(int a, int b) const {
   return -1;
 }
 
-std::string normalize_bus_id(const std::string &text) {
-  unsigned domain = 0, bus = 0, device = 0, function = 0;
-  char tail = 0;
-  if (sscanf(text.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4) {
-    domain = 0;
-    if (sscanf(text.c_str(), "%x:%x.%x%c", &bus, &device, &function, &tail) != 3) return "";
+namespace {
+
+// `digits` hex digits (1..max_digits) at text[*at], advancing *at; false on anything else.
+bool hex_field(const std::string &text, size_t *at, size_t max_digits, unsigned *out) {
+  size_t start = *at;
+  unsigned value = 0;
+  while (*at < text.size() && *at - start < max_digits && isxdigit(static_cast<unsigned char>(text[*at]))) {
+    char c = static_cast<char>(tolower(static_cast<unsigned char>(text[*at])));
+    value = value * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10);
+    ++*at;
   }
-  if (domain > 0xffff || bus > 0xff || device > 0x1f || function > 7) return "";
+  *out = value;
+  return *at > start;
+}
+
+bool expect_char(const std::string &text, size_t *at, char c) {
+  if (*at >= text.size() || text[*at] != c) return false;
+  ++*at;
+  return true;
+}
+
+}  // namespace
+
+std::string normalize_bus_id(const std::string &text) {
+  // [dddd:]bb:dd.f, hex digits only: no signs, spaces or 0x prefixes.
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  size_t at = 0;
+  size_t colons = static_cast<size_t>(std::count(text.begin(), text.end(), ':'));
+  if (colons == 2 && !(hex_field(text, &at, 4, &domain) && expect_char(text, &at, ':'))) return "";
+  if (colons != 1 && colons != 2) return "";
+  if (!(hex_field(text, &at, 2, &bus) && expect_char(text, &at, ':') &&
+        hex_field(text, &at, 2, &device) && expect_char(text, &at, '.') &&
+        hex_field(text, &at, 1, &function)) ||
+      at != text.size() || device > 0x1f || function > 7) {
+    return "";
+  }
   return strprintf("%04x:%02x:%02x.%x", domain, bus, device, function);
 }
 
 void canonicalize(Topology *topo) {
   const size_t n = topo->nodes.size();
+  for (const Link &link : topo->links) {
+    if (link.from < 0 || link.to < 0 || static_cast<size_t>(link.from) >= n ||
+        static_cast<size_t>(link.to) >= n) {
+      return;  // not a model to reorder: validate() names the bad link
+    }
+  }
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -138,17 +174,19 @@ void canonicalize(Topology *topo) {
 }
 
 Status validate(const Topology &topo) {
-  std::set<std::pair<NodeType, std::string>> ids;
+  std::map<std::string, NodeType> ids;  // unique across types: files name nodes by id alone
   for (const Node &node : topo.nodes) {
     if (node.id.empty()) {
       return failf(COHORT_ERR_INVALID_ARG, "topology: a %s node has no id", node_type_name(node.type));
     }
-    if (!ids.insert({node.type, node.id}).second) {
-      return failf(COHORT_ERR_INVALID_ARG, "topology: two %s nodes have the id '%s'",
-                   node_type_name(node.type), node.id.c_str());
+    auto [it, inserted] = ids.emplace(node.id, node.type);
+    if (!inserted) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: a %s node and a %s node have the id '%s'",
+                   node_type_name(it->second), node_type_name(node.type), node.id.c_str());
     }
   }
   const int n = static_cast<int>(topo.nodes.size());
+  std::set<std::pair<int, int>> seen;
   for (const Link &link : topo.links) {
     if (link.from < 0 || link.from >= n || link.to < 0 || link.to >= n || link.from == link.to) {
       return failf(COHORT_ERR_INVALID_ARG, "topology: a link joins invalid nodes %d and %d",
@@ -160,6 +198,10 @@ Status validate(const Topology &topo) {
       return failf(COHORT_ERR_INVALID_ARG, "topology: the %s link %s %s -> %s %s has bandwidth %g",
                    link_type_name(link.type), node_type_name(a.type), a.id.c_str(),
                    node_type_name(b.type), b.id.c_str(), link.bw);
+    }
+    if (!seen.insert({link.from, link.to}).second) {
+      return failf(COHORT_ERR_INVALID_ARG, "topology: two links from %s to %s", a.id.c_str(),
+                   b.id.c_str());
     }
     if (topo.link_between(link.to, link.from) < 0) {
       return failf(COHORT_ERR_INVALID_ARG, "topology: the link %s -> %s has no reverse direction",
