@@ -140,15 +140,14 @@ Status guarded(const char *call, Body &&body) noexcept {
   }
 }
 
-
 // The team, once ready, and a channel of its plan.
 Status plan_channel(cohort_team_t handle, int channel, std::shared_ptr<TeamImpl> *team) {
   Status s = ready_team(handle, team);
   if (is_error(s)) return s;
   int channels = (*team)->plan().channels;
   if (channel < 0 || channel >= channels) {
-    return failf(COHORT_ERR_INVALID_ARG, "channel=%d: the plan has channels 0..%d",
-                         channel, channels - 1);
+    return failf(COHORT_ERR_INVALID_ARG, "channel=%d: the plan has channels 0..%d", channel,
+                 channels - 1);
   }
   return COHORT_SUCCESS;
 }

@@ -29,7 +29,8 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
       errno == ERANGE || r > INT_MAX || (has_mode && mode != "stall" && mode != "skew") ||
       (mode == "skew" && inject.phase != Phase::kAlign)) {
     return failf(COHORT_ERR_INVALID_ARG,
-                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with PHASE one of "
+                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with "
+                 "PHASE one of "
                  "check-in, peer-info, local-ranks, topology, graphs, align, ready",
                  text.c_str());
   }

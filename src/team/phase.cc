@@ -5,7 +5,8 @@
 namespace cohort {
 
 namespace {
-const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks", "topology", "graphs", "align", "ready"};
+const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks", "topology",
+                                   "graphs",   "align",     "ready"};
 static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kNumPhases, "every phase named");
 }  // namespace
 

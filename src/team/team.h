@@ -154,7 +154,7 @@ class TeamImpl {
   std::shared_ptr<const topo::Topology> topology_;
   std::unique_ptr<topo::Paths> paths_;
   bool topology_from_file_ = false;
-  int local_max_ = 0;  // ranks on the most populous host: sizes the graph summaries
+  int local_max_ = 0;               // ranks on the most populous host: sizes the graph summaries
   std::vector<int32_t> summaries_;  // graphs -> align: every host's packed summary
   topo::Plan plan_;
   int64_t phase_start_ns_ = 0;

@@ -241,8 +241,8 @@ Status TeamImpl::step_local_ranks() {
                  "duplicate GPU: " + describe_shared_gpus(peers_, shared));
       }
     }
-    return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks", phase_channel(Phase::kLocalRanks),
-                         s, nullptr, 0);
+    return post_exchange(*oob_, Phase::kLocalRanks, "local-ranks",
+                         phase_channel(Phase::kLocalRanks), s, nullptr, 0);
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
@@ -275,8 +275,10 @@ Status TeamImpl::step_ready() {
                   layout_.node_count, layout_.local_rank[rank_], layout_.local_size[rank_],
                   peers_[rank_].cuda_device < 0 ? "none" : peers_[rank_].bus_id);
   if (rank_ == 0) {
-    COHORT_LOG_INFO(GRAPH, "%s: plan: %d channels x %.1f GB/s, %s within hosts, %s to NICs, %d "
-                    "hosts, hash %016llx", config_.name.c_str(), plan_.channels, plan_.bw,
+    COHORT_LOG_INFO(GRAPH,
+                    "%s: plan: %d channels x %.1f GB/s, %s within hosts, %s to NICs, %d "
+                    "hosts, hash %016llx",
+                    config_.name.c_str(), plan_.channels, plan_.bw,
                     topo::path_type_name(plan_.intra_type), topo::path_type_name(plan_.net_type),
                     plan_.nodes, static_cast<unsigned long long>(plan_.hash));
     std::string text = format_init_report(report_, size_);

@@ -48,7 +48,8 @@ int attach_missing_gpu(topo::Topology *topo, const PeerRecord &peer) {
   int index = topo->add_node(gpu);
   if (cpu >= 0) topo->connect(index, cpu, topo::LinkType::kPci, topo::pci_bw(0, 0));
   topo->assumptions.push_back(strprintf("GPU %s of a rank is not in the topology: attached to %s",
-                                        gpu.id.c_str(), cpu >= 0 ? topo->nodes[cpu].id.c_str() : "nothing"));
+                                        gpu.id.c_str(),
+                                        cpu >= 0 ? topo->nodes[cpu].id.c_str() : "nothing"));
   return index;
 }
 
@@ -172,11 +173,13 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
     *graph = topo::search_rings(*topology_, *paths_, gpus, options);
   }
   if (graph->fallback) {
-    COHORT_LOG_WARN(GRAPH, "%s: ring search found nothing within %ld steps: using GPUs in bus "
+    COHORT_LOG_WARN(GRAPH,
+                    "%s: ring search found nothing within %ld steps: using GPUs in bus "
                     "order (COHORT_SEARCH_BUDGET raises the budget)",
                     config_.name.c_str(), graph->steps);
   }
-  COHORT_LOG_INFO(GRAPH, "%s: host graph (%s): %zu GPUs, %zu channels x %.1f GB/s, %s within "
+  COHORT_LOG_INFO(GRAPH,
+                  "%s: host graph (%s): %zu GPUs, %zu channels x %.1f GB/s, %s within "
                   "the host, %s to the network, %ld search steps",
                   config_.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
                   graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),

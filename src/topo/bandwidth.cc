@@ -31,9 +31,9 @@ struct CpuRow {
   double bw;
 };
 constexpr CpuRow kCpuLinks[] = {
-    {"intel", 10.0},  // UPI (Skylake and later)
-    {"amd", 16.0},    // xGMI / Infinity Fabric
-    {"nvidia", 40.0}, // Grace NVLink-C2C between sockets
+    {"intel", 10.0},   // UPI (Skylake and later)
+    {"amd", 16.0},     // xGMI / Infinity Fabric
+    {"nvidia", 40.0},  // Grace NVLink-C2C between sockets
 };
 constexpr double kUnknownCpuLinkBw = 6.0;  // QPI-class: the slowest interconnect we know
 

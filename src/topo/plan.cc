@@ -95,8 +95,8 @@ Status unpack_summary(const int32_t *words, int local_max, int team_size, NodeSu
     for (int i = 0; i < local; ++i) {
       int rank = words[kHeaderWords + static_cast<size_t>(c) * local_max + i];
       if (rank < 0 || rank >= team_size) {
-        return failf(COHORT_ERR_INTERNAL, "graph summary: channel %d names rank %d of %d", c,
-                     rank, team_size);
+        return failf(COHORT_ERR_INTERNAL, "graph summary: channel %d names rank %d of %d", c, rank,
+                     team_size);
       }
       summary.order[c][i] = rank;
     }
@@ -186,7 +186,8 @@ uint64_t plan_hash(const Plan &plan) {
                      static_cast<int32_t>(plan.net_type)};
   h = fnv(h, head, sizeof(head));
   h = fnv(h, &plan.bw, sizeof(plan.bw));
-  for (const std::vector<int> &ring : plan.rings) h = fnv(h, ring.data(), ring.size() * sizeof(int));
+  for (const std::vector<int> &ring : plan.rings)
+    h = fnv(h, ring.data(), ring.size() * sizeof(int));
   for (const std::vector<TreeLinks> &tree : plan.trees) {
     h = fnv(h, tree.data(), tree.size() * sizeof(TreeLinks));
   }

@@ -52,9 +52,9 @@ struct Plan {
   PathType intra_type = PathType::kLoc;
   PathType net_type = PathType::kLoc;
   int nodes = 0;
-  std::vector<std::vector<int>> rings;       // per channel: every team rank, in ring order
-  std::vector<std::vector<TreeLinks>> trees; // per channel, per rank; channel c uses tree c % 2
-  uint64_t hash = 0;                         // of everything above
+  std::vector<std::vector<int>> rings;        // per channel: every team rank, in ring order
+  std::vector<std::vector<TreeLinks>> trees;  // per channel, per rank; channel c uses tree c % 2
+  uint64_t hash = 0;                          // of everything above
 
   int ring_next(int channel, int rank) const;
   int ring_prev(int channel, int rank) const;

@@ -25,9 +25,9 @@ std::vector<double> candidate_speeds(const Topology &topo) {
     if (link.bw < kMaxChannelSpeed) speeds.push_back(link.bw);
   }
   std::sort(speeds.begin(), speeds.end(), std::greater<double>());
-  speeds.erase(std::unique(speeds.begin(), speeds.end(),
-                           [](double a, double b) { return a - b < 1e-9; }),
-               speeds.end());
+  speeds.erase(
+      std::unique(speeds.begin(), speeds.end(), [](double a, double b) { return a - b < 1e-9; }),
+      speeds.end());
   return speeds;
 }
 

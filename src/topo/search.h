@@ -22,12 +22,12 @@ struct SearchOptions {
 };
 
 struct NodeGraph {
-  std::vector<std::vector<int>> rings;  // per channel: GPU node indices, entry GPU first
-  std::vector<int> nets;                // per channel: the net node used, -1 within a host
-  double bw = 0;                        // GB/s per channel
-  PathType intra_type = PathType::kLoc; // worst GPU-to-GPU hop on the rings
-  PathType net_type = PathType::kLoc;   // worst GPU-to-NIC path (cross-node rings)
-  bool fallback = false;                // nothing found within the budget
+  std::vector<std::vector<int>> rings;   // per channel: GPU node indices, entry GPU first
+  std::vector<int> nets;                 // per channel: the net node used, -1 within a host
+  double bw = 0;                         // GB/s per channel
+  PathType intra_type = PathType::kLoc;  // worst GPU-to-GPU hop on the rings
+  PathType net_type = PathType::kLoc;    // worst GPU-to-NIC path (cross-node rings)
+  bool fallback = false;                 // nothing found within the budget
   long steps = 0;
 };
 

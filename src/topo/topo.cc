@@ -99,7 +99,8 @@ namespace {
 bool hex_field(const std::string &text, size_t *at, size_t max_digits, unsigned *out) {
   size_t start = *at;
   unsigned value = 0;
-  while (*at < text.size() && *at - start < max_digits && isxdigit(static_cast<unsigned char>(text[*at]))) {
+  while (*at < text.size() && *at - start < max_digits &&
+         isxdigit(static_cast<unsigned char>(text[*at]))) {
     char c = static_cast<char>(tolower(static_cast<unsigned char>(text[*at])));
     value = value * 16 + static_cast<unsigned>(c <= '9' ? c - '0' : c - 'a' + 10);
     ++*at;
@@ -163,7 +164,8 @@ void canonicalize(Topology *topo) {
   std::stable_sort(links.begin(), links.end(), [](const Link &a, const Link &b) {
     return a.from != b.from ? a.from < b.from : a.to < b.to;
   });
-  for (size_t l = 0; l < links.size(); ++l) nodes[links[l].from].links.push_back(static_cast<int>(l));
+  for (size_t l = 0; l < links.size(); ++l)
+    nodes[links[l].from].links.push_back(static_cast<int>(l));
   topo->nodes = std::move(nodes);
   topo->links = std::move(links);
   for (auto &pair : topo->no_p2p) {
@@ -177,7 +179,8 @@ Status validate(const Topology &topo) {
   std::map<std::string, NodeType> ids;  // unique across types: files name nodes by id alone
   for (const Node &node : topo.nodes) {
     if (node.id.empty()) {
-      return failf(COHORT_ERR_INVALID_ARG, "topology: a %s node has no id", node_type_name(node.type));
+      return failf(COHORT_ERR_INVALID_ARG, "topology: a %s node has no id",
+                   node_type_name(node.type));
     }
     auto [it, inserted] = ids.emplace(node.id, node.type);
     if (!inserted) {

@@ -76,11 +76,11 @@ struct Node {
   std::string uuid;      // 32 hex digits; empty unknown
   int cuda_device = -1;  // ordinal in this process; -1: not visible to it
   // CPU
-  int numa = -1;        // -1 unknown
-  std::string arch;     // "x86_64", "aarch64", "ppc64"
-  std::string vendor;   // "intel", "amd", "nvidia", ...
+  int numa = -1;       // -1 unknown
+  std::string arch;    // "x86_64", "aarch64", "ppc64"
+  std::string vendor;  // "intel", "amd", "nvidia", ...
   // NIC / NET
-  std::string name;     // "mlx5_0", "eth0"
+  std::string name;  // "mlx5_0", "eth0"
   double speed_gbps = 0;
   // Directed links leaving this node (indices into Topology::links).
   std::vector<int> links;

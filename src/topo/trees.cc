@@ -10,8 +10,8 @@ int lowest_bit(int p) { return p & -p; }
 // Node index (0-based) at `position` of tree `tree`, and back.
 int node_at(int position, int n, int tree) {
   if (tree == 0) return position - 1;
-  if (n % 2 == 0) return n - position;   // mirror: position p holds node n + 1 - p (1-based)
-  return (position + n - 2) % n;         // shift: node i sits at position i + 2 (mod n)
+  if (n % 2 == 0) return n - position;  // mirror: position p holds node n + 1 - p (1-based)
+  return (position + n - 2) % n;        // shift: node i sits at position i + 2 (mod n)
 }
 
 }  // namespace

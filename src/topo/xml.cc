@@ -1,36 +1,29 @@
 #include "topo/xml.h"
 
-#include <fcntl.h>
-#include <libxml/chvalid.h>
-#include <libxml/parser.h>
-#include <libxml/parserInternals.h>
 #include <libxml/tree.h>
-#include <libxml/xmlerror.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
-#include <climits>
-#include <cmath>
 #include <cstring>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <new>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "topo/bandwidth.h"
+#include "topo/xml_io.h"
 
 namespace cohort::topo {
 namespace {
 
+using xml_io::c_chars;
+using xml_io::DocWriter;
+using xml_io::Element;
+using xml_io::format_number;
+using xml_io::quoted;
+using xml_io::XmlDoc;
+
 constexpr const char *kRootName = "cohort_topology";
 constexpr int kFormatVersion = 1;
-// Topology files are a few kilobytes; a limit keeps COHORT_TOPO_FILE=/dev/zero from hanging.
-constexpr size_t kMaxFileBytes = 16u << 20;
 
 // Ranges of the numeric attributes.
 constexpr int kMaxSm = 999;
@@ -65,101 +58,7 @@ bool has_bus_id(NodeType type) {
   return type == NodeType::kGpu || type == NodeType::kPci || type == NodeType::kNic;
 }
 
-const xmlChar *xml_chars(const char *text) { return reinterpret_cast<const xmlChar *>(text); }
-const char *c_chars(const xmlChar *text) { return reinterpret_cast<const char *>(text); }
-
-// Lines count from 1; libxml2 answers 0 or -1 when it does not know.
-long line_of(xmlNode *node) { return std::max(xmlGetLineNo(node), 1L); }
-
-void init_libxml() {
-  static std::once_flag once;
-  std::call_once(once, [] { xmlInitParser(); });
-}
-
-struct DocFree {
-  void operator()(xmlDoc *doc) const { xmlFreeDoc(doc); }
-};
-using XmlDoc = std::unique_ptr<xmlDoc, DocFree>;
-struct ParserFree {
-  void operator()(xmlParserCtxt *parser) const { xmlFreeParserCtxt(parser); }
-};
-using XmlParser = std::unique_ptr<xmlParserCtxt, ParserFree>;
-struct XmlFree {
-  void operator()(xmlChar *text) const { xmlFree(text); }
-};
-using XmlString = std::unique_ptr<xmlChar, XmlFree>;
-
-// libxml2 returns null only when out of memory; the C API turns bad_alloc into NO_MEMORY.
-template <typename T>
-T *checked(T *pointer) {
-  if (pointer == nullptr) throw std::bad_alloc();
-  return pointer;
-}
-
 // ------------------------------------------------------------------------------- writing
-
-// "%g" in the C locale whatever the process's LC_NUMERIC, so a dump reads back anywhere.
-std::string format_number(double value) {
-  char text[64];
-  auto [end, ec] = std::to_chars(text, text + sizeof(text), value, std::chars_format::general, 6);
-  return ec == std::errc() ? std::string(text, end) : std::string("0");
-}
-
-// Model strings come from the OS (host names, sysfs).  XML cannot carry invalid UTF-8 or most
-// control characters, so those become '?' rather than making the dump unloadable.
-std::string xml_safe(const std::string &text) {
-  std::string out;
-  out.reserve(text.size());
-  size_t at = 0;
-  while (at < text.size()) {
-    int len = static_cast<int>(std::min<size_t>(text.size() - at, 4));
-    int c = xmlGetUTF8Char(xml_chars(text.data() + at), &len);
-    if (c < 0 || len <= 0 || !xmlIsCharQ(c)) {
-      out += '?';
-      ++at;
-      continue;
-    }
-    out.append(text, at, static_cast<size_t>(len));
-    at += static_cast<size_t>(len);
-  }
-  return out;
-}
-
-// Builds the document.  Indentation is written as text nodes rather than by libxml2's
-// formatter, whose indent string is a thread-global setting the application could change.
-class DocWriter {
- public:
-  DocWriter() : doc_(checked(xmlNewDoc(xml_chars("1.0")))) {
-    root_ = checked(xmlNewDocNode(doc_.get(), nullptr, xml_chars(kRootName), nullptr));
-    xmlDocSetRootElement(doc_.get(), root_);
-  }
-
-  xmlNode *root() const { return root_; }
-
-  xmlNode *add(const char *name) {
-    checked(xmlAddChild(root_, checked(xmlNewDocText(doc_.get(), xml_chars("\n  ")))));
-    return checked(xmlNewChild(root_, nullptr, xml_chars(name), nullptr));
-  }
-
-  static void set(xmlNode *element, const char *name, const std::string &value) {
-    checked(xmlNewProp(element, xml_chars(name), xml_chars(xml_safe(value).c_str())));
-  }
-
-  std::string finish() {
-    if (root_->children != nullptr) {
-      checked(xmlAddChild(root_, checked(xmlNewDocText(doc_.get(), xml_chars("\n")))));
-    }
-    xmlChar *bytes = nullptr;
-    int size = 0;
-    xmlDocDumpFormatMemoryEnc(doc_.get(), &bytes, &size, "UTF-8", 0);
-    XmlString owned(checked(bytes));
-    return std::string(c_chars(owned.get()), static_cast<size_t>(size));
-  }
-
- private:
-  XmlDoc doc_;
-  xmlNode *root_ = nullptr;
-};
 
 void write_node(DocWriter *writer, const Node &node) {
   xmlNode *element = writer->add(node_type_name(node.type));
@@ -204,174 +103,14 @@ void write_link(DocWriter *writer, const Topology &topo, const Link &link) {
 
 // ------------------------------------------------------------------------------- reading
 
-// Renders an attribute value for a message, cut short when a file holds something huge.
-std::string quoted(const std::string &value) {
-  constexpr size_t kMaxShown = 48;
-  if (value.size() <= kMaxShown) return "'" + value + "'";
-  return "'" + value.substr(0, kMaxShown) + "...'";
-}
-
-// Locale-independent and strict: the whole value must be the number, nothing around it.
-bool parse_int(const std::string &text, long long *out) {
-  const char *end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end && !text.empty();
-}
-
-bool parse_double(const std::string &text, double *out) {
-  const char *end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out, std::chars_format::general);
-  return ec == std::errc() && ptr == end && !text.empty() && std::isfinite(*out);
-}
-
-std::string trim_right(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  return text;
-}
-
-#if LIBXML_VERSION >= 21200
-using XmlErrorArg = const xmlError *;
-#else
-using XmlErrorArg = xmlError *;
-#endif
-
-// For the duration of one parse, takes this thread's libxml2 diagnostics (which it would
-// otherwise print to stderr) and keeps the first of the most severe level for the message.
-class ErrorCapture {
- public:
-  explicit ErrorCapture(const xmlParserCtxt *parser)
-      : parser_(parser),
-        saved_structured_(xmlStructuredError),
-        saved_structured_context_(xmlStructuredErrorContext),
-        saved_generic_(xmlGenericError),
-        saved_generic_context_(xmlGenericErrorContext) {
-    xmlSetStructuredErrorFunc(this, &ErrorCapture::on_error);
-    xmlSetGenericErrorFunc(this, &ErrorCapture::on_generic);
-  }
-  ~ErrorCapture() {
-    xmlSetStructuredErrorFunc(saved_structured_context_, saved_structured_);
-    xmlSetGenericErrorFunc(saved_generic_context_, saved_generic_);
-    // The thread's last-error record would otherwise still hold this parse's error.
-    if (level_ != XML_ERR_NONE) xmlResetLastError();
-  }
-  ErrorCapture(const ErrorCapture &) = delete;
-  ErrorCapture &operator=(const ErrorCapture &) = delete;
-
-  bool seen() const { return level_ != XML_ERR_NONE; }
-  int line() const { return line_; }
-  const std::string &message() const { return message_; }
-
- private:
-  static void on_error(void *context, XmlErrorArg error) {
-    auto *self = static_cast<ErrorCapture *>(context);
-    if (error == nullptr || error->level <= self->level_) return;
-    self->level_ = error->level;
-    self->message_ = trim_right(error->message != nullptr ? error->message : "unknown error");
-    self->line_ = error->line;
-    // Encoding errors come without a position; the parser knows where it stopped.
-    if (self->line_ <= 0 && self->parser_->input != nullptr)
-      self->line_ = self->parser_->input->line;
-  }
-  // A few libxml2 paths print through the generic handler without a structured error.
-  static void on_generic(void *, const char *, ...) {}
-
-  const xmlParserCtxt *parser_;
-  xmlStructuredErrorFunc saved_structured_;
-  void *saved_structured_context_;
-  xmlGenericErrorFunc saved_generic_;
-  void *saved_generic_context_;
-  xmlErrorLevel level_ = XML_ERR_NONE;
-  int line_ = 0;
-  std::string message_;
-};
-
-// A parser context starts from libxml2's process-wide defaults, which an application can
-// change; a topology file never loads a DTD or external entity, whatever they say.
-void isolate_from_global_defaults(xmlParserCtxt *parser) {
-  parser->replaceEntities = 0;
-  parser->loadsubset = 0;
-  parser->validate = 0;
-  parser->options &=
-      ~(XML_PARSE_NOENT | XML_PARSE_DTDLOAD | XML_PARSE_DTDATTR | XML_PARSE_DTDVALID);
-}
-
-Status parse_document(const std::string &text, const std::string &source, XmlDoc *doc) {
-  XmlParser parser(xmlCreateMemoryParserCtxt(text.data(), static_cast<int>(text.size())));
-  if (parser == nullptr) {
-    return failf(COHORT_ERR_NO_MEMORY, "topology file %s: cannot create an XML parser",
-                 source.c_str());
-  }
-  xmlCtxtUseOptions(parser.get(), XML_PARSE_NONET | XML_PARSE_BIG_LINES);
-  isolate_from_global_defaults(parser.get());
-  ErrorCapture capture(parser.get());
-  xmlParseDocument(parser.get());
-  doc->reset(parser->myDoc);
-  parser->myDoc = nullptr;
-  if (parser->wellFormed && *doc != nullptr) return COHORT_SUCCESS;
-  int line = capture.line();
-  std::string what = capture.message();
-  if (!capture.seen()) {
-    // Newer libxml2 versions may keep the error on the context only.
-    const xmlError *last = xmlCtxtGetLastError(parser.get());
-    line = last != nullptr ? last->line : 0;
-    what = last != nullptr && last->message != nullptr ? trim_right(last->message) : "unknown";
-  }
-  return failf(COHORT_ERR_INVALID_ARG, "topology file %s line %d: not well-formed XML: %s",
-               source.c_str(), std::max(line, 1), what.c_str());
-}
-
-// One element and its attributes, read once, so that an unexpected attribute can be named.
-class Element {
- public:
-  explicit Element(xmlNode *node) : node_(node) {
-    for (xmlAttr *attr = node->properties; attr != nullptr; attr = attr->next) {
-      XmlString value(xmlNodeListGetString(node->doc, attr->children, 1));
-      attributes_.emplace_back(c_chars(attr->name), value ? c_chars(value.get()) : "");
-    }
-  }
-
-  const char *name() const { return c_chars(node_->name); }
-  long line() const { return line_of(node_); }
-
-  const std::string *get(const char *attr) const {
-    for (const auto &[name, value] : attributes_) {
-      if (name == attr) return &value;
-    }
-    return nullptr;
-  }
-
-  // The first attribute not in `allowed`, or null.
-  const char *unknown_attribute(std::span<const char *const> allowed) const {
-    for (const auto &[name, value] : attributes_) {
-      auto is_name = [&](const char *known) { return name == known; };
-      if (std::none_of(allowed.begin(), allowed.end(), is_name)) return name.c_str();
-    }
-    return nullptr;
-  }
-
- private:
-  xmlNode *node_;
-  std::vector<std::pair<std::string, std::string>> attributes_;
-};
-
 // Reads a parsed document into a Topology, naming the file and line in every error.
-class Loader {
+class Loader : xml_io::Reader {
  public:
-  explicit Loader(const std::string &source) : source_(source) {}
+  explicit Loader(const std::string &source) : Reader("topology", source) {}
+  using Reader::parse;
   Status load(xmlNode *root, Topology *out);
 
  private:
-  Status fail_at(long line, const std::string &what) const;
-  Status fail_attr(const Element &e, const char *attr, const std::string &problem) const;
-  Status check_attributes(const Element &e, std::span<const char *const> allowed) const;
-  Status check_leaf(xmlNode *element) const;
-  Status check_text(xmlNode *child) const;
-  Status require(const Element &e, const char *attr, std::string *out) const;
-  Status read_int(const Element &e, const char *attr, int lo, int hi, int *out) const;
-  Status read_number(const Element &e, const char *attr, bool zero_allowed, double *out) const;
-
   Status read_root(xmlNode *root);
   Status read_nodes(xmlNode *root);
   Status read_node(xmlNode *element, NodeType type);
@@ -387,102 +126,11 @@ class Loader {
   const Node *end_of_type(int a, int b, NodeType type) const;
   Status finish(Topology *out);
 
-  const std::string &source_;
   Topology topo_;
   std::map<std::pair<NodeType, std::string>, long> node_lines_;
   std::multimap<std::string, int> nodes_by_id_;
   std::map<std::pair<int, int>, long> link_lines_;
 };
-
-Status Loader::fail_at(long line, const std::string &what) const {
-  return failf(COHORT_ERR_INVALID_ARG, "topology file %s line %ld: %s", source_.c_str(), line,
-               what.c_str());
-}
-
-Status Loader::fail_attr(const Element &e, const char *attr, const std::string &problem) const {
-  const std::string *value = e.get(attr);
-  return fail_at(e.line(),
-                 strprintf("%s %s=%s: %s", e.name(), attr,
-                           value != nullptr ? quoted(*value).c_str() : "''", problem.c_str()));
-}
-
-Status Loader::check_attributes(const Element &e, std::span<const char *const> allowed) const {
-  const char *unknown = e.unknown_attribute(allowed);
-  if (unknown == nullptr) return COHORT_SUCCESS;
-  std::string names;
-  for (const char *name : allowed) names += (names.empty() ? "" : ", ") + std::string(name);
-  return fail_at(e.line(), strprintf("%s: unknown attribute '%s' (allowed: %s)", e.name(), unknown,
-                                     names.c_str()));
-}
-
-// libxml2 records the line where a text node ends; the line to report is that of its first
-// non-blank character.  Other nodes (CDATA, entity references) take the line where the text
-// before them ends, which is where they start.
-long text_line(xmlNode *node) {
-  const long line = line_of(node);
-  if (node->type != XML_TEXT_NODE || node->content == nullptr) return line;
-  const std::string content = c_chars(node->content);
-  const size_t first = content.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return line;
-  return std::max(line - std::count(content.begin() + first, content.end(), '\n'), 1L);
-}
-
-// Whitespace and comments are all a file may hold outside elements.
-Status Loader::check_text(xmlNode *child) const {
-  const bool is_text = child->type == XML_TEXT_NODE || child->type == XML_CDATA_SECTION_NODE;
-  if (is_text && xmlIsBlankNode(child)) return COHORT_SUCCESS;
-  if (is_text || child->type == XML_ENTITY_REF_NODE) {
-    return fail_at(text_line(child),
-                   strprintf("unexpected text in <%s>", c_chars(child->parent->name)));
-  }
-  return COHORT_SUCCESS;
-}
-
-Status Loader::check_leaf(xmlNode *element) const {
-  for (xmlNode *child = element->children; child != nullptr; child = child->next) {
-    if (child->type == XML_ELEMENT_NODE) {
-      return fail_at(line_of(child), strprintf("<%s> inside <%s>: it takes no content",
-                                               c_chars(child->name), c_chars(element->name)));
-    }
-    if (Status s = check_text(child); is_error(s)) return s;
-  }
-  return COHORT_SUCCESS;
-}
-
-Status Loader::require(const Element &e, const char *attr, std::string *out) const {
-  const std::string *value = e.get(attr);
-  if (value == nullptr) {
-    return fail_at(e.line(), strprintf("%s: missing attribute '%s'", e.name(), attr));
-  }
-  *out = *value;
-  return COHORT_SUCCESS;
-}
-
-// Leaves *out alone when the attribute is absent.
-Status Loader::read_int(const Element &e, const char *attr, int lo, int hi, int *out) const {
-  const std::string *text = e.get(attr);
-  if (text == nullptr) return COHORT_SUCCESS;
-  long long value = 0;
-  if (!parse_int(*text, &value)) return fail_attr(e, attr, "not an integer");
-  if (value < lo || value > hi) return fail_attr(e, attr, strprintf("out of range %d..%d", lo, hi));
-  *out = static_cast<int>(value);
-  return COHORT_SUCCESS;
-}
-
-// Bandwidths must be positive, speeds may be 0 (unknown).  Leaves *out alone when absent.
-Status Loader::read_number(const Element &e, const char *attr, bool zero_allowed,
-                           double *out) const {
-  const std::string *text = e.get(attr);
-  if (text == nullptr) return COHORT_SUCCESS;
-  double value = 0;
-  if (!parse_double(*text, &value)) return fail_attr(e, attr, "not a number");
-  if (value < 0 || (value == 0 && !zero_allowed)) {
-    return fail_attr(e, attr,
-                     zero_allowed ? "out of range: must be >= 0" : "out of range: must be > 0");
-  }
-  *out = value;
-  return COHORT_SUCCESS;
-}
 
 Status Loader::load(xmlNode *root, Topology *out) {
   if (Status s = read_root(root); is_error(s)) return s;
@@ -492,20 +140,10 @@ Status Loader::load(xmlNode *root, Topology *out) {
 }
 
 Status Loader::read_root(xmlNode *root) {
-  if (root == nullptr) return fail_at(1, "no root element");
-  Element e(root);
-  if (root->ns != nullptr || strcmp(e.name(), kRootName) != 0) {
-    return fail_at(e.line(), strprintf("root element is <%s>, expected <%s>", e.name(), kRootName));
+  if (Status s = check_root(root, kRootName, kRootAttributes, kFormatVersion); is_error(s)) {
+    return s;
   }
-  if (Status s = check_attributes(e, kRootAttributes); is_error(s)) return s;
-  std::string version;
-  if (Status s = require(e, "version", &version); is_error(s)) return s;
-  long long number = 0;
-  if (!parse_int(version, &number) || number != kFormatVersion) {
-    return fail_attr(
-        e, "version",
-        strprintf("unsupported version (this build reads version %d)", kFormatVersion));
-  }
+  const Element e(root);
   if (const std::string *host = e.get("host")) topo_.host = *host;
   return COHORT_SUCCESS;
 }
@@ -536,10 +174,7 @@ Status Loader::read_nodes(xmlNode *root) {
     if (child->ns == nullptr && node_type_of_element(name, &type)) {
       if (Status s = read_node(child, type); is_error(s)) return s;
     } else if (child->ns != nullptr || !is_relation_element(name)) {
-      const char *prefix =
-          child->ns != nullptr && child->ns->prefix != nullptr ? c_chars(child->ns->prefix) : "";
-      return fail_at(line_of(child), strprintf("unknown element <%s%s%s>", prefix,
-                                               *prefix != '\0' ? ":" : "", name));
+      return fail_unknown_element(child);
     }
   }
   return COHORT_SUCCESS;
@@ -741,67 +376,19 @@ Status Loader::finish(Topology *out) {
     std::string what = last_error();
     constexpr std::string_view kPrefix = "topology: ";
     if (what.starts_with(kPrefix)) what.erase(0, kPrefix.size());
-    return failf(COHORT_ERR_INVALID_ARG, "topology file %s: %s", source_.c_str(), what.c_str());
+    return fail_file(what);
   }
   canonicalize(&topo_);
   *out = std::move(topo_);
   return COHORT_SUCCESS;
 }
 
-// Closes a file descriptor on every path out.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileDescriptor(const FileDescriptor &) = delete;
-  FileDescriptor &operator=(const FileDescriptor &) = delete;
-  int get() const { return fd_; }
-  // Closes now, for the caller to see the error (a full disk may show only here).
-  int release_and_close() {
-    int fd = fd_;
-    fd_ = -1;
-    return close(fd);
-  }
-
- private:
-  int fd_;
-};
-
-Status read_file(const std::string &path, std::string *out) {
-  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    return failf(COHORT_ERR_INVALID_ARG, "topology file %s: cannot open: %s", path.c_str(),
-                 strerror(errno));
-  }
-  std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = read(fd.get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return failf(COHORT_ERR_INVALID_ARG, "topology file %s: cannot read: %s", path.c_str(),
-                   strerror(errno));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxFileBytes) {
-      return failf(COHORT_ERR_INVALID_ARG, "topology file %s: larger than %zu MiB, not a topology",
-                   path.c_str(), kMaxFileBytes >> 20);
-    }
-  }
-  *out = std::move(text);
-  return COHORT_SUCCESS;
-}
-
 }  // namespace
 
 std::string to_xml(const Topology &topo) {
-  init_libxml();
   Topology canonical = topo;
   canonicalize(&canonical);
-  DocWriter writer;
+  DocWriter writer(kRootName);
   DocWriter::set(writer.root(), "version", std::to_string(kFormatVersion));
   if (!canonical.host.empty()) DocWriter::set(writer.root(), "host", canonical.host);
   for (const Node &node : canonical.nodes) write_node(&writer, node);
@@ -818,47 +405,19 @@ std::string to_xml(const Topology &topo) {
 }
 
 Status write_xml_file(const Topology &topo, const std::string &path) {
-  const std::string text = to_xml(topo);
-  FileDescriptor fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    return failf(COHORT_ERR_SYSTEM, "topology dump %s: cannot open: %s", path.c_str(),
-                 strerror(errno));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return failf(COHORT_ERR_SYSTEM, "topology dump %s: cannot write: %s", path.c_str(),
-                   strerror(errno));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fd.release_and_close() != 0) {
-    return failf(COHORT_ERR_SYSTEM, "topology dump %s: cannot close: %s", path.c_str(),
-                 strerror(errno));
-  }
-  return COHORT_SUCCESS;
+  return xml_io::write_text_file("topology", path, to_xml(topo));
 }
 
 Status from_xml(const std::string &text, const std::string &source, Topology *out) {
-  init_libxml();
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return failf(COHORT_ERR_INVALID_ARG, "topology file %s line 1: the file is empty",
-                 source.c_str());
-  }
-  if (text.size() > static_cast<size_t>(INT_MAX)) {
-    return failf(COHORT_ERR_INVALID_ARG, "topology file %s line 1: too large (%zu bytes)",
-                 source.c_str(), text.size());
-  }
+  Loader loader(source);
   XmlDoc doc;
-  if (Status s = parse_document(text, source, &doc); is_error(s)) return s;
-  return Loader(source).load(xmlDocGetRootElement(doc.get()), out);
+  if (Status s = loader.parse(text, &doc); is_error(s)) return s;
+  return loader.load(xmlDocGetRootElement(doc.get()), out);
 }
 
 Status read_xml_file(const std::string &path, Topology *out) {
   std::string text;
-  if (Status s = read_file(path, &text); is_error(s)) return s;
+  if (Status s = xml_io::read_text_file("topology", path, &text); is_error(s)) return s;
   return from_xml(text, path, out);
 }
 

@@ -253,10 +253,20 @@ TEST(ParseInjectedFailure, Stall) {
   EXPECT_TRUE(out.stall);
 }
 
+TEST(ParseInjectedFailure, SkewOnlyInAlign) {
+  InjectedFailure out;
+  EXPECT_EQ(parse_injected_failure("align:3:skew", &out), COHORT_SUCCESS);
+  EXPECT_EQ(out.phase, Phase::kAlign);
+  EXPECT_EQ(out.rank, 3);
+  EXPECT_TRUE(out.skew);
+  EXPECT_FALSE(out.stall);
+  EXPECT_EQ(parse_injected_failure("graphs:3:skew", &out), COHORT_ERR_INVALID_ARG);
+}
+
 TEST(ParseInjectedFailure, BadTextRejected) {
   for (const char *text :
        {"bogus:1", "peer-info", "peer-info:", "x:y:z", "peer-info:-1", "peer-info:2x",
-        "peer-info:2:hang", "peer-info:2:stall:more", ":3", "peer-info:stall"}) {
+        "peer-info:2:hang", "peer-info:2:stall:more", ":3", "peer-info:stall", "ready:1:skew"}) {
     InjectedFailure out;
     out.active = true;
     out.rank = 42;

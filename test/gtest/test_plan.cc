@@ -31,7 +31,8 @@ std::vector<NodeSummary> h100_job(int hosts, const NodeGraph &graph, const Topol
   nodes.reserve(hosts);
   for (int h = 0; h < hosts; ++h) {
     std::vector<LocalRank> locals;
-    for (size_t i = 0; i < gpus.size(); ++i) locals.push_back({h * 8 + static_cast<int>(i), gpus[i], 0});
+    for (size_t i = 0; i < gpus.size(); ++i)
+      locals.push_back({h * 8 + static_cast<int>(i), gpus[i], 0});
     nodes.push_back(summarize_node(graph, locals));
   }
   return nodes;

@@ -160,7 +160,8 @@ TEST(TopoSearch, PcieBoxCrossesTheCpuLinkTwiceAndKeepsSwitchPairsAdjacent) {
   expect_each_gpu_once(graph, all_gpus(topo));
   for (size_t c = 0; c < graph.rings.size(); ++c) {
     int sys = 0;
-    for (auto hop : ring_hops(graph, c)) sys += paths.get(hop.first, hop.second).type == PathType::kSys;
+    for (auto hop : ring_hops(graph, c))
+      sys += paths.get(hop.first, hop.second).type == PathType::kSys;
     EXPECT_EQ(sys, 2) << "channel " << c << ": a ring over two CPUs crosses at least twice";
     const std::vector<int> &ring = graph.rings[c];
     for (size_t i = 0; i < ring.size(); ++i) {

@@ -43,6 +43,7 @@ add "8 plan --channels 6 --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvsw
 add "8 plan --per-node 4 --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
 add "8 plan --intra SYS @COHORT_TOPO_FILE=$TOPO_DATA/pcie-8gpu.xml"
 add "4 plan --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/v100-4gpu-allpairs.xml"
+add "4 plan-graph-file @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
 add "3 plan-fails --expect rank_1 @COHORT_INJECT_FAILURE=align:1:skew"
 add "4 plan-fails --expect line @COHORT_TOPO_FILE=$TOPO_DATA/../topo-bad/truncated.xml"
 for phase in topology graphs align; do

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -506,7 +507,8 @@ void check_plan_rings(cohort_team_t team, int channel, const std::vector<int> &h
     if (to < 0 || to >= g_size) return;
     crossings += host_of[to] != host_of[at];
     at = to;
-    if (at == 0 && step + 1 < g_size) CHECK(false, "channel %d: ring closes after %d", channel, step + 1);
+    if (at == 0 && step + 1 < g_size)
+      CHECK(false, "channel %d: ring closes after %d", channel, step + 1);
   }
   CHECK(at == 0, "channel %d: ring does not close", channel);
   int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
@@ -569,6 +571,56 @@ void scenario_plan() {
     printf("plan: %d channels x %.1f GB/s, %s in hosts, %s to NICs, %d hosts, hash %016llx\n",
            info.channels, info.bw_per_channel, info.intra_path, info.net_path, info.nodes,
            (unsigned long long)info.hash);
+  }
+}
+
+// Rings dumped with COHORT_GRAPH_DUMP_FILE and loaded back with COHORT_GRAPH_FILE give the
+// same plan; a file naming a GPU twice fails creation on every rank with its line.
+void scenario_plan_graph_file() {
+  char dir[] = "/tmp/cohort-graph-XXXXXX";
+  if (g_rank == 0 && mkdtemp(dir) == nullptr) CHECK(false, "mkdtemp: %s", strerror(errno));
+  MPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::string pattern = std::string(dir) + "/graph-%h.xml";
+  uint64_t searched = 0, loaded = 0;
+  {
+    ScopedEnv dump("COHORT_GRAPH_DUMP_FILE", pattern.c_str());
+    cohort::Team team(MPI_COMM_WORLD);
+    cohort_plan_info_t info;
+    CHECK_STATUS(cohort_team_plan_info(team.get(), &info), COHORT_SUCCESS);
+    searched = info.hash;
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string file = std::string(dir) + "/graph-" + host + ".xml";
+  {
+    ScopedEnv load("COHORT_GRAPH_FILE", file.c_str());
+    cohort::Team team(MPI_COMM_WORLD);
+    cohort_plan_info_t info;
+    CHECK_STATUS(cohort_team_plan_info(team.get(), &info), COHORT_SUCCESS);
+    loaded = info.hash;
+  }
+  CHECK(searched == loaded, "plan from the dumped rings differs: %016llx vs %016llx",
+        (unsigned long long)searched, (unsigned long long)loaded);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    std::string cmd = "sed -i '0,/<gpu /{s|\\(<gpu [^>]*>\\)|\\1\\1|}' " + file;
+    CHECK(system(cmd.c_str()) == 0, "could not edit %s", file.c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    ScopedEnv load("COHORT_GRAPH_FILE", file.c_str());
+    auto [s, msg, elapsed] = create_expecting_failure(config_with_timeout(20));
+    (void)elapsed;
+    CHECK(s == COHORT_ERR_INVALID_ARG && contains(msg, "phase graphs") && contains(msg, " line ") &&
+              contains(msg, "twice"),
+          "status %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(same_everywhere(msg), "ranks disagree: %s", msg.c_str());
+    if (g_rank == 0) printf("edited file: %s\n", msg.c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    std::string cmd = std::string("rm -rf ") + dir;
+    CHECK(system(cmd.c_str()) == 0, "could not remove %s", dir);
   }
 }
 
@@ -667,9 +719,11 @@ void scenario_cycles() {
   };
   for (int i = 0; i < 20; ++i) cycle();  // warm up MPI's own lazily created resources
   split_cycle();
+  // Its team on MPI_COMM_SELF makes every rank a host leader once, so each process's one-time
+  // topology detection (hwloc, CUDA, NVML: an fd and ~15 MiB on a GPU host) is behind us.
+  int handles_before = fresh_mpi_handle_index();
   int fds_before = count_open_fds();
   long rss_before = rss_kib();
-  int handles_before = fresh_mpi_handle_index();
   double t0 = now_s();
   for (int i = 0; i < cycles; ++i) {
     if (!cycle() || (i % 10 == 0 && !split_cycle())) break;
@@ -873,6 +927,7 @@ int main(int argc, char **argv) {
       {"fake-nodes", scenario_fake_nodes},
       {"plan", scenario_plan},
       {"plan-fails", scenario_plan_fails},
+      {"plan-graph-file", scenario_plan_graph_file},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},
       {"oob", scenario_oob},
