@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "core/log.h"
 #include "core/params.h"
@@ -53,12 +55,27 @@ int attach_missing_gpu(topo::Topology *topo, const PeerRecord &peer) {
   return index;
 }
 
+// This rank's work in a phase, with an allocation failure or other exception turned into
+// its status, so that it travels in the phase's record like any other error.
+template <typename Work>
+Status local_work(const char *what, Work &&work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc &) {
+    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", what);
+  } catch (const std::exception &e) {
+    return failf(COHORT_ERR_INTERNAL, "%s: %s", what, e.what());
+  }
+}
+
 }  // namespace
 
 Status TeamImpl::step_topology() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kTopology);
-    if (!is_error(s) && is_leader(layout_, rank_)) s = load_topology();
+    if (!is_error(s) && is_leader(layout_, rank_)) {
+      s = local_work("topology", [&] { return load_topology(); });
+    }
     return post_exchange(*oob_, Phase::kTopology, "topology", phase_channel(Phase::kTopology), s,
                          nullptr, 0);
   }
@@ -101,7 +118,9 @@ Status TeamImpl::step_graphs() {
     local_max_ = *std::max_element(layout_.local_size.begin(), layout_.local_size.end());
     std::vector<int32_t> words(topo::summary_words(local_max_), 0);
     Status s = local_phase_status(Phase::kGraphs);
-    if (!is_error(s) && is_leader(layout_, rank_)) s = host_graph(&words);
+    if (!is_error(s) && is_leader(layout_, rank_)) {
+      s = local_work("graph search", [&] { return host_graph(&words); });
+    }
     return post_exchange(*oob_, Phase::kGraphs, "graphs", phase_channel(Phase::kGraphs), s,
                          words.data(), words.size() * sizeof(int32_t));
   }
@@ -184,9 +203,8 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
                   config_.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
                   graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),
                   topo::path_type_name(graph->net_type), graph->steps);
-  if (!dump.empty()) {
-    s = topo::write_graph_file(*topology_, *graph, expand(dump));
-    if (is_error(s)) return s;
+  if (!dump.empty() && is_error(topo::write_graph_file(*topology_, *graph, expand(dump)))) {
+    COHORT_LOG_WARN(GRAPH, "COHORT_GRAPH_DUMP_FILE: %s", last_error().c_str());  // an aid only
   }
   return COHORT_SUCCESS;
 }
@@ -194,7 +212,7 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
 Status TeamImpl::step_align() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kAlign);
-    if (!is_error(s)) s = build_plan();
+    if (!is_error(s)) s = local_work("plan", [&] { return build_plan(); });
     uint64_t hash = plan_.hash;
     if (config_.inject.active && config_.inject.skew && config_.inject.rank == rank_) hash ^= 1;
     return post_exchange(*oob_, Phase::kAlign, "align", phase_channel(Phase::kAlign), s, &hash,

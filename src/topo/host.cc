@@ -36,11 +36,31 @@ Status dump_once(Cache &c) {
   Status s = param_string("TOPO_DUMP_FILE", &pattern);
   if (is_error(s) || pattern.empty() || c.dumped) return s;
   std::string path = log_expand_path(pattern, hostname(), static_cast<long>(getpid()));
+  c.dumped = true;  // tried once: a dump is a debugging aid, never a reason to fail
   s = write_xml_file(*c.topology, path);
-  if (is_error(s)) return s;
-  c.dumped = true;
+  if (is_error(s)) {
+    COHORT_LOG_WARN(TOPO, "COHORT_TOPO_DUMP_FILE: %s", last_error().c_str());
+    return COHORT_SUCCESS;
+  }
   COHORT_LOG_INFO(TOPO, "topology written to %s", path.c_str());
   return COHORT_SUCCESS;
+}
+
+// When detection itself fails (hwloc cannot read the machine), teams still work: one CPU,
+// to which team creation attaches the ranks' GPUs, and the reason said everywhere.
+Topology minimal_topology(const std::string &why) {
+  COHORT_LOG_WARN(TOPO,
+                  "topology detection failed (%s): assuming one CPU with the ranks' GPUs "
+                  "on it; rings will follow rank order",
+                  why.c_str());
+  Topology topo;
+  topo.host = hostname();
+  Node cpu;
+  cpu.type = NodeType::kCpu;
+  cpu.id = "cpu0";
+  topo.add_node(cpu);
+  topo.assumptions.push_back("detection failed (" + why + "): one CPU assumed");
+  return topo;
 }
 
 }  // namespace
@@ -55,7 +75,8 @@ Status host_topology(HostTopology *out) {
     auto topo = std::make_shared<Topology>();
     int64_t start = now_ns();
     s = file.empty() ? detect(DetectOptions{}, topo.get()) : read_xml_file(file, topo.get());
-    if (is_error(s)) return s;
+    if (is_error(s) && !file.empty()) return s;  // the user's file: theirs to fix
+    if (is_error(s)) *topo = minimal_topology(last_error());
     if (!file.empty()) {  // detect() logs its own summary and assumptions
       COHORT_LOG_INFO(TOPO, "topology of %s loaded from %s in %.1f ms: %zu nodes, %zu links",
                       topo->host.c_str(), file.c_str(), (now_ns() - start) / 1e6,

@@ -91,8 +91,8 @@ Paths::Paths(const Topology &topo, const PathOptions &options) {
   for (int source = 0; source < count_; ++source) compute_from(topo, source);
 }
 
-// Label-setting search: extending a path never improves its (type, bw, hops) key, so the
-// first time a node is settled its path is the best.
+// Label-setting search over (type, -bw, hops): extending a path never improves its key, so a
+// node settles with the best type and width; see Paths() for what that leaves out.
 void Paths::compute_from(const Topology &topo, int source) {
   std::vector<Label> labels(count_);
   std::vector<bool> settled(count_, false);

@@ -24,9 +24,11 @@ struct PathOptions {
 class Paths {
  public:
   Paths() = default;
-  // The best path from every node to every node: lowest type first (so NVLink beats PCIe and
-  // a PCIe switch beats the CPU), then the widest, then the shortest.  GPUs relay only
-  // NVLink to NVLink (NVB); NICs and network ports never relay.
+  // A path from every node to every node, chosen by lowest type first (so NVLink beats PCIe
+  // and a PCIe switch beats the CPU), then the widest, then the shortest, with one label per
+  // node: the type and width are the best there are, the hop count only a tie-break among
+  // the labels the search met first (a longer route of equal type and width can win).  GPUs
+  // relay only NVLink to NVLink (NVB); a NIC only between its port and the PCI tree.
   Paths(const Topology &topo, const PathOptions &options = {});
 
   const Path &get(int from, int to) const { return paths_[from * count_ + to]; }

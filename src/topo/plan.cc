@@ -37,14 +37,19 @@ NodeSummary summarize_node(const NodeGraph &graph, const std::vector<LocalRank> 
   summary.order.resize(summary.channels);
   for (int c = 0; c < summary.channels; ++c) {
     std::vector<int> &order = summary.order[c];
+    size_t exit_start = 0;  // where the ranks of the ring's last GPU begin
     if (!graph.rings.empty()) {
       for (int gpu : graph.rings[c]) {
+        exit_start = order.size();
         for (const LocalRank &r : ranks) {
           if (r.gpu == gpu) order.push_back(r.rank);
         }
       }
     }
-    for (const LocalRank &r : without_gpu) order.push_back(r.rank);
+    // The host's last rank sends to the next host: keep it the GPU next to the ring's port.
+    bool leaves = c < static_cast<int>(graph.nets.size()) && graph.nets[c] >= 0;
+    size_t at = leaves ? exit_start : order.size();
+    for (const LocalRank &r : without_gpu) order.insert(order.begin() + at++, r.rank);
   }
   return summary;
 }
@@ -117,7 +122,11 @@ int Plan::ring_prev(int channel, int rank) const {
 
 namespace {
 
-void build_trees(const std::vector<NodeSummary> &nodes, int team_size, Plan *plan) {
+// Host channel whose ring order plan channel c follows (channels doubled for the trees).
+int source_channel(int c, int host_channels) { return c % host_channels; }
+
+void build_trees(const std::vector<NodeSummary> &nodes, int team_size, int host_channels,
+                 Plan *plan) {
   const int n = static_cast<int>(nodes.size());
   std::vector<TreeNode> node_trees[2] = {binary_tree(n, 0), binary_tree(n, 1)};
   plan->trees.assign(plan->channels, std::vector<TreeLinks>(team_size));
@@ -125,16 +134,17 @@ void build_trees(const std::vector<NodeSummary> &nodes, int team_size, Plan *pla
     const std::vector<TreeNode> &tree = node_trees[c % 2];
     std::vector<TreeLinks> &links = plan->trees[c];
     for (int h = 0; h < n; ++h) {
-      const std::vector<int> &chain = nodes[h].order[c];
+      const int src = source_channel(c, host_channels);
+      const std::vector<int> &chain = nodes[h].order[src];
       for (size_t i = 0; i < chain.size(); ++i) {
         TreeLinks &at = links[chain[i]];
         if (i > 0) at.up = chain[i - 1];
         if (i + 1 < chain.size()) at.down[0] = chain[i + 1];
       }
       TreeLinks &head = links[chain[0]];
-      if (tree[h].parent >= 0) head.up = nodes[tree[h].parent].order[c][0];
+      if (tree[h].parent >= 0) head.up = nodes[tree[h].parent].order[src][0];
       for (int k = 0; k < 2; ++k) {
-        if (tree[h].child[k] >= 0) head.down[1 + k] = nodes[tree[h].child[k]].order[c][0];
+        if (tree[h].child[k] >= 0) head.down[1 + k] = nodes[tree[h].child[k]].order[src][0];
       }
     }
   }
@@ -155,13 +165,26 @@ Status align_plan(const std::vector<NodeSummary> &nodes, int team_size, Plan *ou
     plan.intra_type = std::max(plan.intra_type, node.intra_type);
     plan.net_type = std::max(plan.net_type, node.net_type);
   }
+  // Channel c follows tree c % 2: across hosts an odd count would leave one tree idle or
+  // unevenly loaded, so it doubles (each channel at half the bandwidth) or, at the limit,
+  // drops one.
+  const int host_channels = plan.channels;
+  if (nodes.size() > 1 && plan.channels % 2 == 1) {
+    if (2 * plan.channels <= kMaxChannels) {
+      plan.channels *= 2;
+      plan.bw /= 2;
+    } else {
+      plan.channels -= 1;
+    }
+  }
   plan.rings.assign(plan.channels, {});
   plan.ring_position.assign(plan.channels, std::vector<int>(team_size, -1));
   for (int c = 0; c < plan.channels; ++c) {
     std::vector<int> &ring = plan.rings[c];
     ring.reserve(team_size);
+    const int src = source_channel(c, host_channels);
     for (const NodeSummary &node : nodes) {
-      ring.insert(ring.end(), node.order[c].begin(), node.order[c].end());
+      ring.insert(ring.end(), node.order[src].begin(), node.order[src].end());
     }
     if (static_cast<int>(ring.size()) != team_size) {
       return failf(COHORT_ERR_INTERNAL, "align: channel %d ring has %zu ranks, the team %d", c,
@@ -174,7 +197,7 @@ Status align_plan(const std::vector<NodeSummary> &nodes, int team_size, Plan *ou
       plan.ring_position[c][ring[i]] = i;
     }
   }
-  build_trees(nodes, team_size, &plan);
+  build_trees(nodes, team_size, host_channels, &plan);
   plan.hash = plan_hash(plan);
   *out = std::move(plan);
   return COHORT_SUCCESS;

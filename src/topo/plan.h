@@ -30,8 +30,9 @@ struct LocalRank {
 };
 
 // Orders the host's ranks along each of the graph's rings; ranks sharing a GPU sit next to
-// each other; ranks without a GPU follow, by NUMA node.  A host without GPUs in use gets two
-// channels (one per tree) with its ranks by NUMA node.
+// each other; ranks without a GPU follow by NUMA node (before the last GPU's ranks when the
+// ring leaves the host, so the rank that sends to the next host is the one next to the port).  A
+// host without GPUs in use gets two channels (one per tree) with its ranks by NUMA node.
 NodeSummary summarize_node(const NodeGraph &graph, const std::vector<LocalRank> &ranks);
 
 // Fixed-size record of a summary for the graphs-phase exchange: every rank sends one, sized
@@ -63,7 +64,8 @@ struct Plan {
 
 // Builds the plan from the summaries of every host, in host order (node index).  Within a
 // host, a tree is the chain of the channel's ring order; across hosts, channel c's chain
-// heads form binary tree c % 2 of the double binary tree.
+// heads form binary tree c % 2 of the double binary tree, so across hosts an odd channel
+// count doubles (half the bandwidth each; or drops one at the 32-channel limit).
 Status align_plan(const std::vector<NodeSummary> &nodes, int team_size, Plan *out);
 
 uint64_t plan_hash(const Plan &plan);

@@ -40,18 +40,22 @@ class RingSearch {
     nets_ = rank_nets();
   }
 
-  // As many rings at `bw` as fit; empty when none does.
-  NodeGraph at_speed(double bw) {
+  // As many rings at `bw` as fit; empty when none does.  Spends at most `steps` of the budget.
+  NodeGraph at_speed(double bw, long steps) {
     remaining_ = capacity_;
     NodeGraph graph;
     graph.bw = bw;
-    while (static_cast<int>(graph.rings.size()) < options_.max_channels && steps_left_ > 0) {
+    long reserve = std::max(steps_left_ - steps, 0L);
+    steps_left_ -= reserve;
+    while (static_cast<int>(graph.rings.size()) < options_.max_channels && steps_left_ > 0 &&
+           connected(bw)) {
       std::vector<int> ring;
       int net = -1;
       if (!next_ring(bw, static_cast<int>(graph.rings.size()), &ring, &net)) break;
       graph.rings.push_back(ring);
       graph.nets.push_back(net);
     }
+    steps_left_ += reserve;
     return graph;
   }
 
@@ -70,7 +74,47 @@ class RingSearch {
     return nets;
   }
 
+  // A ring at `bw` needs every GPU reachable from every other over links with `bw` left, and
+  // across hosts a network port with `bw` left both ways: a cheap test that spares the search
+  // hopeless speeds.
+  bool connected(double bw) const {
+    if (options_.cross_node && !nets_.empty() && !any_port_free(bw)) return false;
+    const std::vector<int> &must = gpus_;
+    for (bool forward : {true, false}) {
+      std::vector<bool> seen(topo_.nodes.size(), false);
+      std::vector<int> stack = {must[0]};
+      seen[must[0]] = true;
+      while (!stack.empty()) {
+        int node = stack.back();
+        stack.pop_back();
+        for (int l : topo_.nodes[node].links) {
+          const Link &out = topo_.links[l];
+          int back = topo_.link_between(out.to, node);
+          double left = forward ? remaining_[l] : (back >= 0 ? remaining_[back] : 0);
+          if (seen[out.to] || left < bw - 1e-9) continue;
+          seen[out.to] = true;
+          stack.push_back(out.to);
+        }
+      }
+      for (int node : must) {
+        if (!seen[node]) return false;
+      }
+    }
+    return true;
+  }
+
+  bool any_port_free(double bw) const {
+    for (int net : nets_) {
+      for (int l : topo_.nodes[net].links) {
+        int back = topo_.link_between(topo_.links[l].to, net);
+        if (remaining_[l] >= bw - 1e-9 && back >= 0 && remaining_[back] >= bw - 1e-9) return true;
+      }
+    }
+    return false;
+  }
+
   bool fits(int from, int to, double bw) const {
+    if (from != to && paths_.get(from, to).type == PathType::kDis) return false;
     for (int l : paths_.route(from, to)) {
       if (remaining_[l] < bw - 1e-9) return false;
     }
@@ -133,7 +177,10 @@ class RingSearch {
       if (!fits(net, entry, bw)) continue;
       take(net, entry, bw);
       for (int exit : ends) {
-        if ((exit == entry && gpus_.size() > 1) || !fits(exit, net, bw)) continue;
+        // Pairs within a narrower tier failed already.
+        bool new_at_tier =
+            std::max(paths_.get(net, entry).type, paths_.get(exit, net).type) == tier;
+        if (!new_at_tier || (exit == entry && gpus_.size() > 1) || !fits(exit, net, bw)) continue;
         take(exit, net, bw);
         if (ring_from(entry, exit, bw, ring)) return true;
         take(exit, net, -bw);
@@ -204,14 +251,16 @@ class RingSearch {
   std::vector<int> nets_;
 };
 
-// Deterministic ring when the search finds nothing: GPUs by id, one channel.
-NodeGraph fallback_graph(const Topology &topo, const std::vector<int> &gpus) {
+// Deterministic ring when the search finds nothing: GPUs by id, one channel, through the first
+// network port when the ring leaves the host.
+NodeGraph fallback_graph(const Topology &topo, const std::vector<int> &gpus, bool cross_node) {
   NodeGraph graph;
   std::vector<int> ring = gpus;
   std::sort(ring.begin(), ring.end(),
             [&](int a, int b) { return topo.nodes[a].id < topo.nodes[b].id; });
   graph.rings.push_back(ring);
-  graph.nets.push_back(-1);
+  std::vector<int> nets = topo.of_type(NodeType::kNet);
+  graph.nets.push_back(cross_node && !nets.empty() ? nets[0] : -1);
   graph.fallback = true;
   return graph;
 }
@@ -247,7 +296,8 @@ void measure_graph(const Topology &topo, const Paths &paths, NodeGraph *graph) {
 NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vector<int> &gpus,
                        const SearchOptions &options) {
   if (gpus.empty()) return NodeGraph{};
-  if (gpus.size() == 1 && !options.cross_node) {
+  const bool has_net = !topo.of_type(NodeType::kNet).empty();
+  if (gpus.size() == 1 && (!options.cross_node || !has_net)) {
     // Ranks sharing one GPU copy within its memory: two channels, one per tree.
     NodeGraph graph;
     graph.rings.assign(std::min(2, options.max_channels), gpus);
@@ -258,19 +308,22 @@ NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vect
   RingSearch search(topo, paths, gpus, options);
   search.steps_left_ = options.budget;
   NodeGraph best;
-  for (double speed : candidate_speeds(topo)) {
+  std::vector<double> speeds = candidate_speeds(topo);
+  // Each speed gets a share of the budget, so one hard speed cannot starve the slower ones.
+  const long share = std::max(options.budget / static_cast<long>(speeds.size()), 1L);
+  for (double speed : speeds) {
     if (search.steps_left_ <= 0) break;
-    NodeGraph graph = search.at_speed(speed);
+    NodeGraph graph = search.at_speed(speed, share);
     double total = graph.rings.size() * speed;
     if (total > (best.rings.empty() ? 0 : kClearGain * best.rings.size() * best.bw)) best = graph;
     // Slower speeds cannot beat the best once even a full set of channels would not.
     if (best.rings.size() * best.bw >= options.max_channels * speed - 1e-9) break;
   }
-  best.steps = options.budget - std::max(search.steps_left_, 0L);
   if (best.rings.empty()) {
-    best = fallback_graph(topo, gpus);
+    best = fallback_graph(topo, gpus, options.cross_node);
     best.bw = 0;
   }
+  best.steps = options.budget - std::max(search.steps_left_, 0L);
   measure_graph(topo, paths, &best);
   return best;
 }

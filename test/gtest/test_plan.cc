@@ -49,12 +49,22 @@ void expect_consistent(const Plan &plan, int team_size) {
     int roots = 0;
     for (int r = 0; r < team_size; ++r) {
       const TreeLinks &t = plan.trees[c][r];
+      for (int child : t.down) {
+        if (child >= 0) {
+          ASSERT_EQ(plan.trees[c][child].up, r) << "child " << child << " of " << r;
+        }
+      }
       if (t.up < 0) {
         ++roots;
         continue;
       }
       const TreeLinks &up = plan.trees[c][t.up];
       ASSERT_TRUE(std::count(up.down.begin(), up.down.end(), r) == 1) << "rank " << r;
+      int steps = 0;  // every rank reaches the root: no cycles
+      for (int at = r; plan.trees[c][at].up >= 0 && steps <= team_size; at = plan.trees[c][at].up) {
+        ++steps;
+      }
+      ASSERT_LE(steps, team_size) << "rank " << r << " never reaches the root";
     }
     ASSERT_EQ(roots, 1) << "channel " << c;
   }
@@ -71,6 +81,12 @@ TEST(TopoPlan, SummaryPutsSharedGpuRanksTogetherAndGpulessRanksLast) {
   NodeSummary s = summarize_node(graph, locals);
   ASSERT_EQ(s.channels, 2);
   EXPECT_EQ(s.order[0], (std::vector<int>{12, 10, 13, 14, 11}));
+  EXPECT_EQ(s.order[1], (std::vector<int>{10, 13, 12, 14, 11}));
+  // A ring that leaves the host ends at the GPU next to its port: ranks without a GPU go before
+  // that GPU's ranks, not after them.
+  graph.nets = {3, -1};
+  s = summarize_node(graph, locals);
+  EXPECT_EQ(s.order[0], (std::vector<int>{12, 14, 11, 10, 13}));
   EXPECT_EQ(s.order[1], (std::vector<int>{10, 13, 12, 14, 11}));
   // No GPU in use: two channels in NUMA order.
   NodeSummary host = summarize_node(NodeGraph{}, {{3, -1, 1}, {4, -1, 0}});
@@ -115,9 +131,22 @@ TEST(TopoPlan, AlignTakesMinChannelsAndBandwidthAndMaxPathType) {
   EXPECT_EQ(plan.bw, 30);
   EXPECT_EQ(plan.intra_type, PathType::kPix);
   EXPECT_EQ(plan.net_type, PathType::kPxb);
+  EXPECT_EQ(plan.channels % 2, 0) << "both trees carry equal shares";
   expect_consistent(plan, 9);
   // Rings follow hosts in order, each host's channel order inside.
   EXPECT_EQ(plan.rings[1], (std::vector<int>{1, 2, 3, 0, 5, 6, 4, 8, 7}));
+  // An odd count across hosts doubles, at half the bandwidth, so both trees are used evenly.
+  std::vector<NodeSummary> odd = {host_summary(0, 2, 3, 40, PathType::kNvl),
+                                  host_summary(2, 2, 5, 40, PathType::kNvl)};
+  Plan doubled;
+  ASSERT_EQ(align_plan(odd, 4, &doubled), COHORT_SUCCESS);
+  EXPECT_EQ(doubled.channels, 6);
+  EXPECT_EQ(doubled.bw, 20);
+  EXPECT_EQ(doubled.rings[4], doubled.rings[1]);
+  expect_consistent(doubled, 4);
+  Plan one_host;  // within one host the trees are chains: no doubling
+  ASSERT_EQ(align_plan({odd[0]}, 2, &one_host), COHORT_SUCCESS);
+  EXPECT_EQ(one_host.channels, 3);
   // A host without GPUs (bw 0) does not zero the plan's bandwidth.
   nodes.push_back(summarize_node(NodeGraph{}, {{9, -1, 0}}));
   ASSERT_EQ(align_plan(nodes, 10, &plan), COHORT_SUCCESS);

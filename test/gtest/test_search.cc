@@ -202,6 +202,70 @@ TEST(TopoSearch, CrossNodeRingsEnterAndLeaveNextToTheirNic) {
   EXPECT_LE(graph.bw, nic_bw(400) + 1e-9);
 }
 
+// Rings leave the host on every reference machine with a NIC, within the port's bandwidth.
+TEST(TopoSearch, CrossNodeRingsOnEveryMachineWithANic) {
+  for (const char *name : {"v100-4gpu-allpairs.xml", "pcie-8gpu.xml", "vm-flat.xml",
+                           "pcie-16gpu.xml", "h100-8gpu-nvswitch.xml"}) {
+    Topology topo = load_reference(name);
+    Paths paths(topo);
+    NodeGraph graph = search(topo, paths, true);
+    SCOPED_TRACE(name);
+    expect_each_gpu_once(graph, all_gpus(topo));
+    EXPECT_FALSE(graph.fallback);
+    double port_bw = 0;
+    for (int net : topo.of_type(NodeType::kNet)) port_bw += nic_bw(topo.nodes[net].speed_gbps);
+    EXPECT_LE(graph.rings.size() * graph.bw, port_bw + 1e-9);
+    for (size_t c = 0; c < graph.rings.size(); ++c) ASSERT_GE(graph.nets[c], 0);
+  }
+}
+
+TEST(TopoSearch, SixteenPcieGpusDoNotExhaustTheBudget) {
+  Topology topo = load_reference("pcie-16gpu.xml");
+  Paths paths(topo);
+  for (bool cross : {false, true}) {
+    NodeGraph graph = search(topo, paths, cross);
+    expect_each_gpu_once(graph, all_gpus(topo));
+    EXPECT_FALSE(graph.fallback);
+    EXPECT_LT(graph.steps, SearchOptions{}.budget / 4) << "cross " << cross;
+    EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, cpu_link_bw("amd"));
+    for (size_t c = 0; c < graph.rings.size(); ++c) {
+      int sys = 0;
+      for (auto hop : ring_hops(graph, c))
+        sys += paths.get(hop.first, hop.second).type == PathType::kSys;
+      EXPECT_LE(sys, 2);
+    }
+  }
+}
+
+TEST(TopoSearch, GpusWithoutAPathNeverShareARing) {
+  Topology topo;
+  ASSERT_EQ(from_xml("<cohort_topology version='1' host='dis'>"
+                     "<cpu id='cpu0' numa='0'/><cpu id='cpu1' numa='1'/>"
+                     "<gpu id='0000:17:00.0' sm='80'/><gpu id='0000:ca:00.0' sm='80'/>"
+                     "<link a='0000:17:00.0' b='cpu0' type='pci' gen='4' width='16'/>"
+                     "<link a='0000:ca:00.0' b='cpu1' type='pci' gen='4' width='16'/>"
+                     "</cohort_topology>",
+                     "dis", &topo),
+            COHORT_SUCCESS)
+      << last_error();
+  Paths paths(topo);
+  std::vector<int> gpus = all_gpus(topo);
+  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kDis);
+  NodeGraph graph = search(topo, paths);
+  EXPECT_TRUE(graph.fallback);  // nothing fits: a fixed order, flagged and logged
+  EXPECT_EQ(graph.rings.size(), 1u);
+  EXPECT_EQ(graph.intra_type, PathType::kDis);
+}
+
+TEST(TopoSearch, OneGpuAcrossHostsWithoutANicKeepsTwoChannels) {
+  Topology topo = load_reference("pcie-2gpu-sys.xml");
+  Paths paths(topo);
+  SearchOptions options;
+  options.cross_node = true;
+  NodeGraph graph = search_rings(topo, paths, {all_gpus(topo)[0]}, options);
+  EXPECT_EQ(graph.rings.size(), 2u);
+}
+
 TEST(TopoSearch, TinyBudgetFallsBackDeterministically) {
   Topology topo = load_reference("pcie-8gpu.xml");
   Paths paths(topo);
@@ -211,6 +275,7 @@ TEST(TopoSearch, TinyBudgetFallsBackDeterministically) {
   NodeGraph b = search_rings(topo, paths, all_gpus(topo), options);
   EXPECT_TRUE(a.fallback);
   EXPECT_EQ(a.rings, b.rings);
+  EXPECT_EQ(a.steps, 3);
   expect_each_gpu_once(a, all_gpus(topo));
   EXPECT_GT(a.bw, 0);
 }
