@@ -1,7 +1,6 @@
 // Team creation, planning part: topology -> graphs -> align.  Each host's leader (local
 // rank 0) detects or loads the host topology and searches its rings; the hosts' summaries are
 // exchanged, every rank builds the same plan from them, and the plans' hashes are compared.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,8 +11,8 @@
 #include "core/params.h"
 #include "team/rank_list.h"
 #include "team/team.h"
-#include "topo/graph_xml.h"
 #include "topo/bandwidth.h"
+#include "topo/graph_xml.h"
 #include "topo/host.h"
 
 namespace cohort {
@@ -28,12 +27,6 @@ Status p2p_level(topo::PathType *out) {
   // AUTO, then LOC..SYS in PathType order.
   *out = choice == 0 ? topo::PathType::kCount : static_cast<topo::PathType>(choice - 1);
   return COHORT_SUCCESS;
-}
-
-std::string expand(const std::string &pattern) {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  return log_expand_path(pattern, host, static_cast<long>(getpid()));
 }
 
 // A GPU of a rank that the topology lacks (a hidden PCI tree): attach it to the CPU of its
@@ -203,7 +196,8 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
                   config_.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
                   graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),
                   topo::path_type_name(graph->net_type), graph->steps);
-  if (!dump.empty() && is_error(topo::write_graph_file(*topology_, *graph, expand(dump)))) {
+  if (!dump.empty() &&
+      is_error(topo::write_graph_file(*topology_, *graph, topo::expand_dump_path(dump)))) {
     COHORT_LOG_WARN(GRAPH, "COHORT_GRAPH_DUMP_FILE: %s", last_error().c_str());  // an aid only
   }
   return COHORT_SUCCESS;

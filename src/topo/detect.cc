@@ -499,8 +499,16 @@ void log_summary(const Topology &topo, double ms) {
                   topo.of_type(NodeType::kNic).size(),
                   topo.of_type(NodeType::kNvSwitch).empty() ? "" : ", an NVSwitch fabric",
                   topo.links.size(), topo.assumptions.size(), ms);
+  // With GPUs the assumptions shape the rings, so they are warnings (once per process: the
+  // model is cached); without, nothing is planned from them.
+  const bool shapes_plan = !topo.of_type(NodeType::kGpu).empty();
   for (const std::string &assumption : topo.assumptions) {
-    COHORT_LOG_INFO(TOPO, "topology assumes: %s", assumption.c_str());
+    if (shapes_plan) {
+      COHORT_LOG_WARN(TOPO, "topology assumes: %s (cohort_info --topo shows the model)",
+                      assumption.c_str());
+    } else {
+      COHORT_LOG_INFO(TOPO, "topology assumes: %s", assumption.c_str());
+    }
   }
 }
 

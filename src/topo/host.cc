@@ -35,7 +35,7 @@ Status dump_once(Cache &c) {
   std::string pattern;
   Status s = param_string("TOPO_DUMP_FILE", &pattern);
   if (is_error(s) || pattern.empty() || c.dumped) return s;
-  std::string path = log_expand_path(pattern, hostname(), static_cast<long>(getpid()));
+  std::string path = expand_dump_path(pattern);
   c.dumped = true;  // tried once: a dump is a debugging aid, never a reason to fail
   s = write_xml_file(*c.topology, path);
   if (is_error(s)) {
@@ -64,6 +64,10 @@ Topology minimal_topology(const std::string &why) {
 }
 
 }  // namespace
+
+std::string expand_dump_path(const std::string &pattern) {
+  return log_expand_path(pattern, hostname(), static_cast<long>(getpid()));
+}
 
 Status host_topology(HostTopology *out) {
   std::string file;

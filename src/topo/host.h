@@ -17,4 +17,7 @@ struct HostTopology {
 
 Status host_topology(HostTopology *out);
 
+// A dump-file pattern with %h (host) and %p (pid) expanded, as COHORT_DEBUG_FILE's.
+std::string expand_dump_path(const std::string &pattern);
+
 }  // namespace cohort::topo
