@@ -50,6 +50,34 @@ const char *cohort_last_error(void);
 /* Version as MAJOR*10000 + MINOR*100 + PATCH. */
 int cohort_version(void);
 
+/* ------------------------------------------------------ data types and ops */
+
+/* Element types of collective buffers.  fp16 and bf16 reduce in fp32. */
+typedef enum {
+  COHORT_INT8 = 0,
+  COHORT_UINT8,
+  COHORT_INT32,
+  COHORT_UINT32,
+  COHORT_INT64,
+  COHORT_UINT64,
+  COHORT_FLOAT16, /* IEEE 754 binary16 */
+  COHORT_BFLOAT16,
+  COHORT_FLOAT32,
+  COHORT_FLOAT64,
+  COHORT_NUM_DTYPES
+} cohort_dtype_t;
+
+/* Reduction operators.  AVG is the sum divided by the team size (for integers, rounded
+ * toward zero). */
+typedef enum {
+  COHORT_SUM = 0,
+  COHORT_PROD,
+  COHORT_MIN,
+  COHORT_MAX,
+  COHORT_AVG,
+  COHORT_NUM_OPS
+} cohort_op_t;
+
 /* ------------------------------------------------------------ out-of-band */
 
 /* A generic out-of-band allgather, as UCC's ucc_oob_coll: Cohort calls allgather() with

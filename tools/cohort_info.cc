@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "coll/schedule.h"
 #include "core/build_info.h"
 #include "core/build_info_text.h"
 #include "core/params.h"
@@ -27,10 +28,11 @@ constexpr int kMaxHosts = 1 << 20;
 
 void usage(FILE *out) {
   fprintf(out,
-          "usage: cohort_info [--build] [--params] [--device-check]\n"
+          "usage: cohort_info [--build] [--params] [--algorithms] [--device-check]\n"
           "                   [--topo [--topo-file F] [--nodes N] [--p2p-level LEVEL]]\n"
           "  --build            version and build configuration\n"
           "  --params           every COHORT_* parameter: type, default, current value, doc\n"
+          "  --algorithms       every collective algorithm (schedule) Cohort has\n"
           "  --device-check     launch a verify kernel on every visible GPU\n"
           "  --topo             this host's topology, the paths between its GPUs and NICs, the\n"
           "                     rings over all its GPUs and the bandwidth model\n"
@@ -102,6 +104,14 @@ int print_topology(const TopoArgs &args) {
   return 0;
 }
 
+void print_algorithms() {
+  printf("Algorithms (collective/name: what it does):\n");
+  for (const cohort::coll::AlgorithmInfo &info : cohort::coll::algorithm_table()) {
+    std::string id = std::string(cohort::coll::collective_name(info.collective)) + "/" + info.name;
+    printf("  %-26s %s\n", id.c_str(), info.description);
+  }
+}
+
 void print_params() {
   printf("Parameters (environment variable, type, default, current value):\n");
   for (const cohort::ParamSpec &spec : cohort::param_table()) {
@@ -148,23 +158,21 @@ int device_check() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  bool build = false, params = false, device = false, topo = false;
+  bool build = false, params = false, device = false, topo = false, algorithms = false;
   TopoArgs topo_args;
-  static const option options[] = {{"build", no_argument, nullptr, 'b'},
-                                   {"params", no_argument, nullptr, 'p'},
-                                   {"device-check", no_argument, nullptr, 'd'},
-                                   {"topo", no_argument, nullptr, 't'},
-                                   {"topo-file", required_argument, nullptr, 'f'},
-                                   {"nodes", required_argument, nullptr, 'n'},
-                                   {"p2p-level", required_argument, nullptr, 'l'},
-                                   {"help", no_argument, nullptr, 'h'},
-                                   {nullptr, 0, nullptr, 0}};
+  static const option options[] = {
+      {"build", no_argument, nullptr, 'b'},        {"params", no_argument, nullptr, 'p'},
+      {"device-check", no_argument, nullptr, 'd'}, {"algorithms", no_argument, nullptr, 'a'},
+      {"topo", no_argument, nullptr, 't'},         {"topo-file", required_argument, nullptr, 'f'},
+      {"nodes", required_argument, nullptr, 'n'},  {"p2p-level", required_argument, nullptr, 'l'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "bpdtf:n:l:h", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "bpdatf:n:l:h", options, nullptr)) != -1) {
     switch (c) {
       case 'b': build = true; break;
       case 'p': params = true; break;
       case 'd': device = true; break;
+      case 'a': algorithms = true; break;
       case 't': topo = true; break;
       case 'f':
         topo = true;
@@ -195,9 +203,10 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
-  if (!build && !params && !device && !topo) build = params = true;
+  if (!build && !params && !device && !topo && !algorithms) build = params = true;
   if (build) printf("%s", cohort::build_description().c_str());
   if (params) print_params();
+  if (algorithms) print_algorithms();
   if (topo) {
     int rc = print_topology(topo_args);
     if (rc != 0) return rc;

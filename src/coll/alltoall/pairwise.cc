@@ -1,0 +1,46 @@
+// Pairwise alltoall: in step s every rank sends to rank + s and receives from rank - s, so
+// each step is a permutation and no rank is a hot spot.  In place, the input is first copied
+// to scratch (a block may be overwritten before it is sent).
+#include "coll/steps.h"
+
+namespace cohort::coll {
+namespace {
+
+class AlltoallPairwise : public Algorithm {
+ public:
+  using Algorithm::Algorithm;
+
+  int num_steps() const override { return args_.size; }
+
+  void step(int s, std::vector<Action> *out) const override {
+    out->clear();
+    const int n = args_.size, r = args_.rank;
+    if (s == 0) {
+      if (args_.in_place) {
+        copy(out, span(Buffer::kScratch, 0, args_.count * n),
+             span(Buffer::kSrc, 0, args_.count * n));
+      } else {
+        copy(out, block(Buffer::kDst, r), block(Buffer::kSrc, r));
+      }
+      return;
+    }
+    send(out, (r + s) % n, block(input(), (r + s) % n));
+    recv(out, (r - s + n) % n, block(Buffer::kDst, (r - s + n) % n));
+  }
+
+  size_t scratch_count() const override { return args_.in_place ? args_.count * args_.size : 0; }
+
+ private:
+  Buffer input() const { return args_.in_place ? Buffer::kScratch : Buffer::kSrc; }
+  Span block(Buffer buffer, int rank) const {
+    return span(buffer, static_cast<size_t>(rank) * args_.count, args_.count);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_alltoall_pairwise(const CollArgs &args) {
+  return std::make_unique<AlltoallPairwise>(args);
+}
+
+}  // namespace cohort::coll

@@ -1,0 +1,51 @@
+// Ring reduce-scatter: as the first half of the ring allreduce, on blocks of `count` elements
+// each.  Partial sums travel through a two-block scratch buffer (the input is the caller's and
+// stays untouched); the last step reduces into the output.  Block of position k: the block of
+// the rank at ring position k - 1, so each rank ends with its own.
+#include "coll/steps.h"
+
+namespace cohort::coll {
+namespace {
+
+class ReduceScatterRing : public Algorithm {
+ public:
+  explicit ReduceScatterRing(const CollArgs &args) : Algorithm(args), ring_(args) {}
+
+  int num_steps() const override { return ring_.n == 1 ? 1 : ring_.n - 1; }
+
+  void step(int s, std::vector<Action> *out) const override {
+    out->clear();
+    const int n = ring_.n, i = ring_.position;
+    const size_t c = args_.count;
+    const Span mine = span(Buffer::kDst, 0, c);
+    if (n == 1) {
+      if (!args_.in_place) copy(out, mine, block(i + 1));
+      if (args_.op == COHORT_AVG) finalize(out, mine);
+      return;
+    }
+    Span outgoing = s == 0 ? block(i) : span(Buffer::kScratch, ((s - 1) % 2) * c, c);
+    Span incoming = s == n - 2 ? mine : span(Buffer::kScratch, (s % 2) * c, c);
+    send(out, ring_.next(), outgoing);
+    recv_reduce(out, ring_.prev(), incoming, block(i - s - 1));
+    if (s == n - 2 && args_.op == COHORT_AVG) finalize(out, mine);
+  }
+
+  size_t scratch_count() const override { return ring_.n > 2 ? 2 * args_.count : 0; }
+
+ private:
+  // The input block that chunk k of the ring stands for.
+  Span block(int k) const {
+    int owner = ring_.at(k - 1);
+    return span(Buffer::kSrc, static_cast<size_t>(owner) * args_.count, args_.count);
+  }
+
+  RingView ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_reduce_scatter_ring(const CollArgs &args) {
+  return std::make_unique<ReduceScatterRing>(args);
+}
+
+}  // namespace cohort::coll

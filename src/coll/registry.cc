@@ -1,0 +1,48 @@
+// The algorithm registry: every schedule Cohort has, by collective and name.
+#include <cstring>
+
+#include "coll/schedule.h"
+
+namespace cohort::coll {
+
+std::unique_ptr<Algorithm> make_allreduce_ring(const CollArgs &args);
+std::unique_ptr<Algorithm> make_allreduce_direct(const CollArgs &args);
+std::unique_ptr<Algorithm> make_reduce_scatter_ring(const CollArgs &args);
+std::unique_ptr<Algorithm> make_allgather_ring(const CollArgs &args);
+std::unique_ptr<Algorithm> make_broadcast_chain(const CollArgs &args);
+std::unique_ptr<Algorithm> make_reduce_chain(const CollArgs &args);
+std::unique_ptr<Algorithm> make_alltoall_pairwise(const CollArgs &args);
+std::unique_ptr<Algorithm> make_barrier_dissemination(const CollArgs &args);
+
+const std::vector<AlgorithmInfo> &algorithm_table() {
+  static const std::vector<AlgorithmInfo> table = {
+      {"ring", Collective::kAllreduce,
+       "reduce-scatter then allgather around the plan's ring; 2(n-1)/n of the data per rank",
+       make_allreduce_ring},
+      {"direct", Collective::kAllreduce,
+       "every rank sends its input to all and reduces all inputs in rank order; one hop",
+       make_allreduce_direct},
+      {"ring", Collective::kReduceScatter, "partial sums around the plan's ring, n-1 steps",
+       make_reduce_scatter_ring},
+      {"ring", Collective::kAllgather, "blocks passed around the plan's ring, n-1 steps",
+       make_allgather_ring},
+      {"chain", Collective::kBroadcast, "pipelined chain along the ring from the root",
+       make_broadcast_chain},
+      {"chain", Collective::kReduce, "pipelined chain along the ring into the root",
+       make_reduce_chain},
+      {"pairwise", Collective::kAlltoall, "step s: send to rank+s, receive from rank-s",
+       make_alltoall_pairwise},
+      {"dissemination", Collective::kBarrier, "round k: signal rank+2^k, wait for rank-2^k",
+       make_barrier_dissemination},
+  };
+  return table;
+}
+
+const AlgorithmInfo *find_algorithm(Collective collective, const char *name) {
+  for (const AlgorithmInfo &info : algorithm_table()) {
+    if (info.collective == collective && strcmp(info.name, name) == 0) return &info;
+  }
+  return nullptr;
+}
+
+}  // namespace cohort::coll

@@ -1,0 +1,118 @@
+// Collective algorithms as schedules: pure index math over the team's plan that says, step
+// by step, which span of which buffer goes to or comes from which peer.  Executors (host
+// threads over shared memory and UCX now; GPU kernels later) move the bytes; an algorithm
+// never knows how.
+//
+// Contract for executors:
+// - Steps run in order.  Within a step, the sends and receives may proceed concurrently; the
+//   step's local actions (copy, reduce, finalize) run after all of them completed, in listed
+//   order.
+// - Messages between an ordered pair of ranks are matched in order: a rank's n-th receive
+//   from p takes p's n-th send to it.  A receive's span has the count of the matching send.
+// - A step ends when its sends completed (their spans may be written again) and its receives
+//   delivered; a send's span is not written by its own step.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cohort.h"
+
+namespace cohort::coll {
+
+enum class Buffer : uint8_t {
+  kSrc,      // the caller's input (== kDst in place)
+  kDst,      // the caller's output
+  kScratch,  // executor-owned, sized by Algorithm::scratch_count()
+};
+
+// `count` elements from element `offset` of a buffer.
+struct Span {
+  Buffer buffer = Buffer::kSrc;
+  size_t offset = 0;
+  size_t count = 0;
+};
+
+enum class Verb : uint8_t {
+  kSend,        // `src` to `peer`
+  kRecv,        // from `peer` into `dst`
+  kRecvReduce,  // from `peer`: dst = received OP src (src may be dst)
+  kCopy,        // local: dst = src
+  kReduce,      // local: dst = dst OP src
+  kFinalize,    // local: dst /= team size (AVG; other ops have no finalize)
+};
+
+struct Action {
+  Verb verb = Verb::kCopy;
+  int peer = -1;  // team rank, for sends and receives
+  Span dst;
+  Span src;
+};
+
+enum class Collective : uint8_t {
+  kAllreduce,
+  kReduce,
+  kBroadcast,
+  kAllgather,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier,
+  kCount
+};
+
+const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
+bool collective_from_name(const char *name, Collective *out);
+
+// What one rank calls.  Counts are per the usual definitions: allreduce/reduce/broadcast:
+// `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
+// `count` to each rank (input size x count); alltoall: `count` to and from each rank.
+struct CollArgs {
+  Collective collective = Collective::kAllreduce;
+  size_t count = 0;
+  cohort_op_t op = COHORT_SUM;
+  int root = 0;
+  bool in_place = false;
+  int rank = 0;
+  int size = 1;
+  size_t elem_size = 1;  // bytes per element: pipelined algorithms size their pieces by it
+  // The plan's ring of the channel, as team ranks in ring order (size entries).
+  const std::vector<int> *ring = nullptr;
+  int ring_position = -1;  // this rank's index in *ring, when the caller knows it (the plan does)
+};
+
+// One rank's schedule for one call.  Cheap to make; steps are computed on demand, without
+// allocation beyond `out`'s capacity.
+class Algorithm {
+ public:
+  explicit Algorithm(const CollArgs &args) : args_(args) {}
+  virtual ~Algorithm() = default;
+  virtual int num_steps() const = 0;
+  // Clears `out` and appends step `s`'s actions.
+  virtual void step(int s, std::vector<Action> *out) const = 0;
+  virtual size_t scratch_count() const { return 0; }
+  const CollArgs &args() const { return args_; }
+
+ protected:
+  const CollArgs args_;
+};
+
+// A registered algorithm: what cohort_info prints and the tuning table names.
+struct AlgorithmInfo {
+  const char *name;  // unique within its collective: "ring", "direct", ...
+  Collective collective;
+  const char *description;
+  std::unique_ptr<Algorithm> (*make)(const CollArgs &args);
+};
+
+const std::vector<AlgorithmInfo> &algorithm_table();
+const AlgorithmInfo *find_algorithm(Collective collective, const char *name);
+
+// Balanced split of `count` elements into `parts`: part k is [begin(k), begin(k + 1)).
+inline size_t part_begin(size_t count, int parts, int k) {
+  return count / parts * k + std::min<size_t>(static_cast<size_t>(k), count % parts);
+}
+
+}  // namespace cohort::coll

@@ -1,0 +1,52 @@
+// Small helpers the algorithms share to write their actions.
+#pragma once
+
+#include "coll/schedule.h"
+
+namespace cohort::coll {
+
+inline Span span(Buffer buffer, size_t offset, size_t count) { return Span{buffer, offset, count}; }
+
+inline void send(std::vector<Action> *out, int peer, Span src) {
+  out->push_back(Action{Verb::kSend, peer, Span{}, src});
+}
+inline void recv(std::vector<Action> *out, int peer, Span dst) {
+  out->push_back(Action{Verb::kRecv, peer, dst, Span{}});
+}
+inline void recv_reduce(std::vector<Action> *out, int peer, Span dst, Span src) {
+  out->push_back(Action{Verb::kRecvReduce, peer, dst, src});
+}
+inline void copy(std::vector<Action> *out, Span dst, Span src) {
+  out->push_back(Action{Verb::kCopy, -1, dst, src});
+}
+inline void reduce(std::vector<Action> *out, Span dst, Span src) {
+  out->push_back(Action{Verb::kReduce, -1, dst, src});
+}
+inline void finalize(std::vector<Action> *out, Span dst) {
+  out->push_back(Action{Verb::kFinalize, -1, dst, Span{}});
+}
+
+// Position of `rank` in the ring, and the ring's neighbours.
+struct RingView {
+  const std::vector<int> &ring;
+  int n;
+  int position;
+  explicit RingView(const CollArgs &args);
+  int at(int k) const { return ring[((k % n) + n) % n]; }
+  int next() const { return at(position + 1); }
+  int prev() const { return at(position - 1); }
+  int position_of(int rank) const;  // O(n): once per call
+  // Steps from `from` to this rank along the ring (0..n-1).
+  int distance_from(int from_rank) const {
+    return ((position - position_of(from_rank)) % n + n) % n;
+  }
+};
+
+// Pipelined algorithms cut their data into pieces of about this many bytes.
+constexpr size_t kPieceBytes = 256 * 1024;
+inline size_t piece_count(size_t count, size_t elem_size) {
+  size_t per_piece = std::max<size_t>(kPieceBytes / std::max<size_t>(elem_size, 1), 1);
+  return count == 0 ? 0 : (count + per_piece - 1) / per_piece;
+}
+
+}  // namespace cohort::coll

@@ -1,0 +1,69 @@
+// Runs one rank's schedule (coll::Algorithm) over byte channels to its peers, on host memory:
+// sends stream spans into the peers' channels, receives copy or reduce straight out of the
+// channels, local actions use the CPU reductions.  Nonblocking: progress() does what it can
+// and returns, so one thread can drive several executions (channels of a collective, or
+// several collectives) and a blocking call is progress() under a back-off.
+#pragma once
+
+#include <vector>
+
+#include "coll/schedule.h"
+#include "core/status.h"
+#include "tl_host/channel.h"
+
+namespace cohort::tl_host {
+
+struct HostBuffers {
+  const void *src = nullptr;
+  void *dst = nullptr;
+  void *scratch = nullptr;  // Algorithm::scratch_count() elements
+};
+
+// The channels to and from each team rank (null for this rank and for peers the schedule
+// never talks to).
+struct PeerChannels {
+  SendChannel *to = nullptr;
+  RecvChannel *from = nullptr;
+};
+
+class Execution {
+ public:
+  Execution(const coll::Algorithm &algorithm, const HostBuffers &buffers, cohort_dtype_t dtype,
+            const std::vector<PeerChannels> &peers);
+
+  // COHORT_SUCCESS when the schedule has run to its end, COHORT_IN_PROGRESS while waiting on
+  // peers, or an error (a schedule naming a peer without a channel).
+  Status progress();
+  // True when the last progress() moved bytes or finished a step (a waiter resets its back-off).
+  bool moved() const { return moved_; }
+
+ private:
+  struct Pending {
+    coll::Action action;
+    size_t done = 0;   // payload bytes sent or received so far
+    size_t total = 0;  // payload bytes
+    size_t wire = 0;   // bytes on the channel, padded
+  };
+
+  void start_step();
+  Status advance_send(Pending *p);
+  Status advance_recv(Pending *p);
+  void run_local_actions();
+  char *address(const coll::Span &span) const;
+
+  const coll::Algorithm &algorithm_;
+  HostBuffers buffers_;
+  cohort_dtype_t dtype_;
+  size_t elem_;
+  const std::vector<PeerChannels> &peers_;
+  int step_ = -1;
+  std::vector<coll::Action> actions_;
+  std::vector<Pending> transfers_;
+  bool moved_ = false;
+};
+
+// Bytes a message of `payload` bytes takes on a channel: padded to kChannelAlign, and never
+// zero, so that an empty message (a barrier's signal) still arrives.
+size_t wire_bytes(size_t payload);
+
+}  // namespace cohort::tl_host

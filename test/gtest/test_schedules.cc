@@ -1,0 +1,391 @@
+// Every algorithm's schedule, run by a simulator of n ranks that delivers messages in order
+// per pair of ranks (as real executors do, without lockstep), checked against results
+// computed directly.  Catches wrong chunk math, mismatched sends and receives, deadlocks and
+// spans that a step both sends and overwrites.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "coll/schedule.h"
+
+namespace cohort::coll {
+namespace {
+
+using Value = int64_t;
+
+Value apply(cohort_op_t op, Value a, Value b) {
+  auto u = [](Value v) { return static_cast<uint64_t>(v); };
+  switch (op) {
+    case COHORT_SUM:
+    case COHORT_AVG: return static_cast<Value>(u(a) + u(b));
+    case COHORT_PROD: return static_cast<Value>(u(a) * u(b));
+    case COHORT_MIN: return std::min(a, b);
+    case COHORT_MAX: return std::max(a, b);
+    default: return 0;
+  }
+}
+
+struct Message {
+  std::vector<Value> data;
+  std::vector<bool> heard;  // ranks this message carries news of (for the barrier)
+  int *outstanding;         // the sender's count of messages not yet received
+};
+
+// One simulated rank: its buffers and its place in the schedule.  Channels have no capacity
+// (rendezvous): a step ends only once its peers have received its sends, the strictest a real
+// transport can be, so a schedule that relies on buffering deadlocks here.
+struct SimRank {
+  std::vector<Value> *src = nullptr;
+  size_t src_base = 0;
+  std::vector<Value> *dst = nullptr;
+  size_t dst_base = 0;
+  std::vector<Value> scratch;
+  std::unique_ptr<Algorithm> algorithm;
+  int step = 0;
+  bool sent = false;      // this step's sends posted
+  bool received = false;  // this step's receives applied
+  int outstanding = 0;    // sends not yet received by their peer
+  std::vector<bool> heard;
+};
+
+class Simulator {
+ public:
+  Simulator(int n, cohort_op_t op) : n_(n), op_(op), ranks_(n) {
+    for (int r = 0; r < n; ++r) ranks_[r].heard.assign(n, false), ranks_[r].heard[r] = true;
+  }
+
+  SimRank &rank(int r) { return ranks_[r]; }
+
+  // Runs every rank to the end; false on a deadlock or a mismatched message.
+  bool run() {
+    for (SimRank &r : ranks_) r.scratch.assign(r.algorithm->scratch_count(), 0x5a5a);
+    for (;;) {
+      bool progress = false, done = true;
+      for (int r = 0; r < n_; ++r) {
+        SimRank &me = ranks_[r];
+        if (me.step >= me.algorithm->num_steps()) continue;
+        done = false;
+        if (advance(r)) progress = true;
+        if (failed_) return false;
+      }
+      if (done) return queues_empty();
+      if (!progress) {
+        ADD_FAILURE() << "deadlock";
+        return false;
+      }
+    }
+  }
+
+ private:
+  Value *at(SimRank &me, const Span &s) {
+    switch (s.buffer) {
+      case Buffer::kSrc: return me.src->data() + me.src_base + s.offset;
+      case Buffer::kDst: return me.dst->data() + me.dst_base + s.offset;
+      case Buffer::kScratch: return me.scratch.data() + s.offset;
+    }
+    return nullptr;
+  }
+
+  void check_span(SimRank &me, const Span &s) {
+    size_t size = s.buffer == Buffer::kSrc   ? me.src->size() - me.src_base
+                  : s.buffer == Buffer::kDst ? me.dst->size() - me.dst_base
+                                             : me.scratch.size();
+    if (s.offset + s.count > size) {
+      ADD_FAILURE() << "span [" << s.offset << ", +" << s.count << ") beyond buffer " << size;
+      failed_ = true;
+    }
+  }
+
+  bool advance(int r) {
+    SimRank &me = ranks_[r];
+    me.algorithm->step(me.step, &actions_);
+    for (const Action &a : actions_) {
+      check_span(me, a.dst.count || a.verb != Verb::kSend ? a.dst : a.src);
+      check_span(me, a.src);
+    }
+    if (failed_) return false;
+    if (!me.sent) {
+      for (const Action &a : actions_) {
+        if (a.verb != Verb::kSend) continue;
+        Value *p = at(me, a.src);
+        queue(r, a.peer).push_back(
+            Message{std::vector<Value>(p, p + a.src.count), me.heard, &me.outstanding});
+        ++me.outstanding;
+      }
+      me.sent = true;
+    }
+    if (me.received) return finish_step(me);
+    std::map<int, size_t> needed;
+    for (const Action &a : actions_) {
+      if (a.verb == Verb::kRecv || a.verb == Verb::kRecvReduce) ++needed[a.peer];
+    }
+    for (auto [peer, count] : needed) {
+      if (queue(peer, r).size() < count) return false;  // wait for the peer
+    }
+    for (const Action &a : actions_) {
+      if (a.verb != Verb::kRecv && a.verb != Verb::kRecvReduce) continue;
+      Message m = std::move(queue(a.peer, r).front());
+      queue(a.peer, r).pop_front();
+      --*m.outstanding;
+      if (m.data.size() != a.dst.count) {
+        ADD_FAILURE() << "rank " << r << " step " << me.step << ": receives " << a.dst.count
+                      << " from " << a.peer << " which sent " << m.data.size();
+        failed_ = true;
+        return false;
+      }
+      for (int k = 0; k < n_; ++k) me.heard[k] = me.heard[k] || m.heard[k];
+      Value *d = at(me, a.dst);
+      const Value *s = a.verb == Verb::kRecvReduce ? at(me, a.src) : nullptr;
+      for (size_t i = 0; i < m.data.size(); ++i) d[i] = s ? apply(op_, m.data[i], s[i]) : m.data[i];
+    }
+    me.received = true;
+    return finish_step(me) || true;  // receiving was progress
+  }
+
+  // Local actions and the next step, once every send of this step was received.
+  bool finish_step(SimRank &me) {
+    if (me.outstanding > 0) return false;
+    me.algorithm->step(me.step, &actions_);
+    for (const Action &a : actions_) {
+      if (a.verb == Verb::kCopy) {
+        std::vector<Value> tmp(at(me, a.src), at(me, a.src) + a.src.count);
+        std::copy(tmp.begin(), tmp.end(), at(me, a.dst));
+      } else if (a.verb == Verb::kReduce) {
+        for (size_t i = 0; i < a.dst.count; ++i)
+          at(me, a.dst)[i] = apply(op_, at(me, a.dst)[i], at(me, a.src)[i]);
+      } else if (a.verb == Verb::kFinalize) {
+        for (size_t i = 0; i < a.dst.count; ++i) at(me, a.dst)[i] /= n_;
+      }
+    }
+    ++me.step;
+    me.sent = false;
+    me.received = false;
+    return true;
+  }
+
+  std::deque<Message> &queue(int from, int to) { return queues_[{from, to}]; }
+  bool queues_empty() {
+    for (auto &[key, q] : queues_) {
+      if (!q.empty()) {
+        ADD_FAILURE() << q.size() << " messages from " << key.first << " to " << key.second
+                      << " never received";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  int n_;
+  cohort_op_t op_;
+  std::vector<SimRank> ranks_;
+  std::map<std::pair<int, int>, std::deque<Message>> queues_;
+  std::vector<Action> actions_;
+  bool failed_ = false;
+};
+
+struct Case {
+  Collective collective;
+  const char *algorithm;
+  int n;
+  size_t count;
+  cohort_op_t op;
+  int root;
+  bool in_place;
+  size_t elem_size;  // only sizes pipeline pieces: large values mean many pieces
+};
+
+std::string describe(const Case &c) {
+  return std::string(collective_name(c.collective)) + "/" + c.algorithm +
+         " n=" + std::to_string(c.n) + " count=" + std::to_string(c.count) +
+         " op=" + std::to_string(c.op) + " root=" + std::to_string(c.root) +
+         (c.in_place ? " in-place" : "") + " elem=" + std::to_string(c.elem_size);
+}
+
+// Input and output sizes per rank, in elements.
+size_t in_size(const Case &c) {
+  switch (c.collective) {
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall: return c.count * c.n;
+    default: return c.count;
+  }
+}
+size_t out_size(const Case &c) {
+  switch (c.collective) {
+    case Collective::kAllgather:
+    case Collective::kAlltoall: return c.count * c.n;
+    default: return c.count;
+  }
+}
+
+void run_case(const Case &c, std::mt19937 &rng) {
+  SCOPED_TRACE(describe(c));
+  const int n = c.n;
+  std::vector<int> ring(n);
+  std::iota(ring.begin(), ring.end(), 0);
+  std::shuffle(ring.begin(), ring.end(), rng);  // the plan's ring is any order of ranks
+  std::uniform_int_distribution<Value> value(c.op == COHORT_PROD ? -3 : -1000,
+                                             c.op == COHORT_PROD ? 3 : 1000);
+  std::vector<std::vector<Value>> inputs(n), buffers(n), outputs(n);
+  for (int r = 0; r < n; ++r) {
+    inputs[r].resize(in_size(c));
+    for (Value &v : inputs[r]) v = value(rng);
+  }
+  Simulator sim(n, c.op);
+  for (int r = 0; r < n; ++r) {
+    SimRank &me = sim.rank(r);
+    outputs[r].assign(out_size(c), -7777);
+    buffers[r] = inputs[r];
+    me.src = &buffers[r];
+    me.dst = &outputs[r];
+    if (c.in_place) {
+      switch (c.collective) {
+        case Collective::kAllgather:  // own block already in its slot of the output
+          std::copy(inputs[r].begin(), inputs[r].end(), outputs[r].begin() + r * c.count);
+          me.src = &outputs[r];
+          me.src_base = r * c.count;
+          break;
+        case Collective::kReduceScatter:  // output = the rank's block of the input
+          me.dst = &buffers[r];
+          me.dst_base = r * c.count;
+          break;
+        default: me.dst = &buffers[r];
+      }
+    }
+    CollArgs args;
+    args.collective = c.collective;
+    args.count = c.count;
+    args.op = c.op;
+    args.root = c.root;
+    args.in_place = c.in_place;
+    args.rank = r;
+    args.size = n;
+    args.elem_size = c.elem_size;
+    args.ring = &ring;
+    const AlgorithmInfo *info = find_algorithm(c.collective, c.algorithm);
+    ASSERT_NE(info, nullptr);
+    me.algorithm = info->make(args);
+  }
+  ASSERT_TRUE(sim.run());
+  auto reduced = [&](size_t offset, size_t i) {
+    Value acc = inputs[0][offset + i];
+    for (int q = 1; q < n; ++q) acc = apply(c.op, acc, inputs[q][offset + i]);
+    return c.op == COHORT_AVG ? acc / n : acc;
+  };
+  for (int r = 0; r < n; ++r) {
+    const SimRank &me = sim.rank(r);
+    if (c.collective == Collective::kBarrier) {  // nobody leaves before everyone arrived
+      ASSERT_EQ(std::count(me.heard.begin(), me.heard.end(), true), n) << "rank " << r;
+    }
+    const Value *out = me.dst->data() + me.dst_base;
+    for (size_t i = 0; i < c.count; ++i) {
+      switch (c.collective) {
+        case Collective::kAllreduce:
+          ASSERT_EQ(out[i], reduced(0, i)) << "rank " << r << " i " << i;
+          break;
+        case Collective::kReduce:
+          if (r == c.root) {
+            ASSERT_EQ(out[i], reduced(0, i)) << "i " << i;
+          }
+          break;
+        case Collective::kBroadcast: ASSERT_EQ(out[i], inputs[c.root][i]) << "rank " << r; break;
+        case Collective::kReduceScatter:
+          ASSERT_EQ(out[i], reduced(r * c.count, i)) << "rank " << r;
+          break;
+        case Collective::kAllgather:
+          for (int q = 0; q < n; ++q) ASSERT_EQ(out[q * c.count + i], inputs[q][i]) << "rank " << r;
+          break;
+        case Collective::kAlltoall:
+          for (int q = 0; q < n; ++q) ASSERT_EQ(out[q * c.count + i], inputs[q][r * c.count + i]);
+          break;
+        default: break;
+      }
+    }
+    if (c.collective == Collective::kReduce && r != c.root && !c.in_place) {
+      for (Value v : outputs[r]) ASSERT_EQ(v, -7777) << "non-root output written";
+    }
+    if (!c.in_place) {
+      ASSERT_EQ(buffers[r], inputs[r]) << "input modified on rank " << r;
+    }
+  }
+}
+
+const int kRanks[] = {1, 2, 3, 4, 5, 7, 8, 16};
+const size_t kCounts[] = {0, 1, 7, 1023};
+
+}  // namespace
+
+TEST(Schedules, EveryAlgorithmIsRegisteredOnce) {
+  std::map<std::pair<int, std::string>, int> seen;
+  for (const AlgorithmInfo &info : algorithm_table()) {
+    std::pair<int, std::string> key(static_cast<int>(info.collective), info.name);
+    EXPECT_EQ(++seen[key], 1) << info.name;
+    EXPECT_NE(std::string(info.description), "");
+  }
+  for (int c = 0; c < static_cast<int>(Collective::kCount); ++c) {
+    bool any = false;
+    for (const AlgorithmInfo &info : algorithm_table())
+      any |= static_cast<int>(info.collective) == c;
+    EXPECT_TRUE(any) << collective_name(static_cast<Collective>(c)) << " has no algorithm";
+  }
+}
+
+TEST(Schedules, ReductionsMatchTheReference) {
+  std::mt19937 rng(1234);
+  const std::pair<Collective, const char *> algorithms[] = {{Collective::kAllreduce, "ring"},
+                                                            {Collective::kAllreduce, "direct"},
+                                                            {Collective::kReduceScatter, "ring"},
+                                                            {Collective::kReduce, "chain"}};
+  for (auto [collective, name] : algorithms) {
+    for (int n : kRanks) {
+      for (size_t count : kCounts) {
+        for (cohort_op_t op : {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG}) {
+          for (bool in_place : {false, true}) {
+            int root = collective == Collective::kReduce ? (n > 2 ? n - 2 : 0) : 0;
+            run_case({collective, name, n, count, op, root, in_place, 4096}, rng);
+            if (testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedules, DataMovementMatchesTheReference) {
+  std::mt19937 rng(99);
+  const std::pair<Collective, const char *> algorithms[] = {
+      {Collective::kAllgather, "ring"},
+      {Collective::kBroadcast, "chain"},
+      {Collective::kAlltoall, "pairwise"},
+      {Collective::kBarrier, "dissemination"}};
+  for (auto [collective, name] : algorithms) {
+    for (int n : kRanks) {
+      for (size_t count : kCounts) {
+        for (bool in_place : {false, true}) {
+          for (int root : {0, n - 1, n / 2}) {
+            run_case({collective, name, n, count, COHORT_SUM, root, in_place, 4096}, rng);
+            if (testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A prime count that no rank count divides, with pieces of the real size.
+TEST(Schedules, LargeUnevenCounts) {
+  std::mt19937 rng(7);
+  for (int n : {3, 7}) {
+    run_case({Collective::kAllreduce, "ring", n, 65537, COHORT_SUM, 0, false, 8}, rng);
+    run_case({Collective::kReduce, "chain", n, 65537, COHORT_MAX, 1, true, 8}, rng);
+    run_case({Collective::kBroadcast, "chain", n, 65537, COHORT_SUM, 2, false, 8}, rng);
+    run_case({Collective::kReduceScatter, "ring", n, static_cast<size_t>(65537 / n), COHORT_SUM, 0,
+              false, 8},
+             rng);
+  }
+}
+
+}  // namespace cohort::coll
