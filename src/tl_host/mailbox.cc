@@ -1,0 +1,161 @@
+#include "tl_host/mailbox.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cinttypes>
+#include <new>
+
+namespace cohort::tl_host {
+
+// "COHORTM1": the layout's version is its last byte, so a mailbox laid out by an
+// incompatible build fails validate() instead of being misread.
+constexpr uint64_t kMailboxMagic = 0x434f484f52544d31;
+
+struct MailboxHeader {
+  alignas(Mailbox::kAlign) uint64_t magic;
+  uint64_t capacity;
+  alignas(Mailbox::kAlign) std::atomic<uint64_t> tail;
+  alignas(Mailbox::kAlign) std::atomic<uint64_t> head;
+};
+
+// Only lock-free atomics are address-free, i.e. work when two processes map them at
+// different addresses.
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
+static_assert(sizeof(MailboxHeader) == 3 * Mailbox::kAlign, "one cache line per field group");
+
+namespace {
+
+const MailboxHeader *header_at(const void *memory) {
+  return static_cast<const MailboxHeader *>(memory);
+}
+
+bool is_aligned(const void *memory) {
+  return reinterpret_cast<uintptr_t>(memory) % Mailbox::kAlign == 0;
+}
+
+}  // namespace
+
+Status Mailbox::check_capacity(size_t capacity) {
+  if (capacity < kMinCapacity || !std::has_single_bit(capacity)) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "mailbox capacity %zu bytes: expected a power of two of at least %zu bytes",
+                 capacity, kMinCapacity);
+  }
+  return COHORT_SUCCESS;
+}
+
+size_t Mailbox::bytes_for(size_t capacity) {
+  if (is_error(check_capacity(capacity))) return 0;
+  return sizeof(MailboxHeader) + capacity;
+}
+
+Status Mailbox::init(void *memory, size_t capacity) {
+  if (Status s = check_capacity(capacity); is_error(s)) return s;
+  if (!is_aligned(memory)) {
+    return failf(COHORT_ERR_INVALID_ARG, "mailbox at %p: not aligned to %zu bytes", memory, kAlign);
+  }
+  auto *header = new (memory) MailboxHeader;
+  header->magic = kMailboxMagic;
+  header->capacity = capacity;
+  header->tail.store(0, std::memory_order_relaxed);
+  header->head.store(0, std::memory_order_relaxed);
+  return COHORT_SUCCESS;
+}
+
+Status Mailbox::validate(const void *memory, size_t capacity) {
+  if (!is_aligned(memory)) {
+    return failf(COHORT_ERR_INTERNAL, "mailbox at %p: not aligned to %zu bytes", memory, kAlign);
+  }
+  const MailboxHeader *header = header_at(memory);
+  if (header->magic != kMailboxMagic) {
+    return failf(COHORT_ERR_INTERNAL,
+                 "mailbox at %p: magic 0x%016" PRIx64 ", expected 0x%016" PRIx64
+                 ": not initialised, overwritten, or laid out by another Cohort version",
+                 memory, header->magic, kMailboxMagic);
+  }
+  if (header->capacity != capacity) {
+    return failf(COHORT_ERR_INTERNAL, "mailbox at %p: capacity %" PRIu64 ", expected %zu", memory,
+                 header->capacity, capacity);
+  }
+  uint64_t head = header->head.load(std::memory_order_acquire);
+  uint64_t tail = header->tail.load(std::memory_order_acquire);
+  if (tail - head > capacity) {
+    return failf(COHORT_ERR_INTERNAL,
+                 "mailbox at %p: %" PRIu64 " bytes in flight (tail %" PRIu64 ", head %" PRIu64
+                 ") exceed its capacity %zu: counters overwritten",
+                 memory, tail - head, tail, head, capacity);
+  }
+  return COHORT_SUCCESS;
+}
+
+MailboxWriter::MailboxWriter(void *memory)
+    : header_(static_cast<MailboxHeader *>(memory)),
+      data_(static_cast<char *>(memory) + sizeof(MailboxHeader)),
+      mask_(header_->capacity - 1),
+      tail_(header_->tail.load(std::memory_order_relaxed)),
+      head_seen_(header_->head.load(std::memory_order_acquire)) {
+  assert(header_->magic == kMailboxMagic && "mailbox not initialised or overwritten");
+  assert(std::has_single_bit(mask_ + 1) && "mailbox capacity overwritten");
+}
+
+void *MailboxWriter::reserve(size_t *bytes) {
+  uint64_t capacity = mask_ + 1;
+  uint64_t offset = tail_ & mask_;
+  uint64_t to_wrap = capacity - offset;
+  // Reload the reader's counter only when the last value seen cannot free the whole run to the
+  // wrap point: a ring far from full then costs no cache-line transfer per reserve.
+  if (capacity - (tail_ - head_seen_) < to_wrap) {
+    head_seen_ = header_->head.load(std::memory_order_acquire);
+    assert(tail_ - head_seen_ <= capacity && "mailbox head counter overwritten");
+  }
+  reserved_ = std::min(capacity - (tail_ - head_seen_), to_wrap);
+  *bytes = reserved_;
+  return data_ + offset;
+}
+
+void MailboxWriter::commit(size_t bytes) {
+  assert(bytes <= reserved_ && "commit() of more than reserve() lent");
+  assert(bytes % kChannelAlign == 0 && "commit() of a partial element");
+  if (bytes == 0) return;
+  reserved_ -= bytes;
+  tail_ += bytes;
+  // Release: the bytes written into the ring are visible to whoever sees the new tail.
+  header_->tail.store(tail_, std::memory_order_release);
+}
+
+MailboxReader::MailboxReader(void *memory)
+    : header_(static_cast<MailboxHeader *>(memory)),
+      data_(static_cast<const char *>(memory) + sizeof(MailboxHeader)),
+      mask_(header_->capacity - 1),
+      head_(header_->head.load(std::memory_order_relaxed)),
+      tail_seen_(header_->tail.load(std::memory_order_acquire)) {
+  assert(header_->magic == kMailboxMagic && "mailbox not initialised or overwritten");
+  assert(std::has_single_bit(mask_ + 1) && "mailbox capacity overwritten");
+}
+
+const void *MailboxReader::peek(size_t *bytes) {
+  uint64_t capacity = mask_ + 1;
+  uint64_t offset = head_ & mask_;
+  uint64_t to_wrap = capacity - offset;
+  // As in reserve(): reload only when the bytes already seen do not reach the wrap point.
+  if (tail_seen_ - head_ < to_wrap) {
+    tail_seen_ = header_->tail.load(std::memory_order_acquire);
+    assert(tail_seen_ - head_ <= capacity && "mailbox tail counter overwritten");
+  }
+  peeked_ = std::min(tail_seen_ - head_, to_wrap);
+  *bytes = peeked_;
+  return data_ + offset;
+}
+
+void MailboxReader::consume(size_t bytes) {
+  assert(bytes <= peeked_ && "consume() of more than peek() lent");
+  assert(bytes % kChannelAlign == 0 && "consume() of a partial element");
+  if (bytes == 0) return;
+  peeked_ -= bytes;
+  head_ += bytes;
+  // Release: our reads of these bytes finish before the writer may overwrite them.
+  header_->head.store(head_, std::memory_order_release);
+}
+
+}  // namespace cohort::tl_host

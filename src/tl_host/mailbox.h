@@ -1,0 +1,86 @@
+// A single-producer single-consumer byte ring placed in shared memory: the channel between two
+// ranks of one host.  The writer copies (or reduces) straight into the ring and the reader
+// straight out of it; no locks and no system calls, so a waiting side polls with a Backoff.
+//
+// Layout at `memory` (64-byte aligned; bytes_for() is a multiple of 64, so mailboxes placed
+// back to back in a segment stay aligned):
+//   line 0: magic, capacity      written once by init(), checked when opening
+//   line 1: tail                 bytes ever committed; written by the writer only
+//   line 2: head                 bytes ever consumed; written by the reader only
+//   data:   capacity bytes, a power of two, indexed by counter & (capacity - 1)
+// The counters only grow (2^64 bytes never wrap in practice), so tail - head is the fill
+// level without a full/empty ambiguity.  Each sits in its own cache line so that the two
+// sides' stores do not contend.  A release store of a counter publishes the bytes before it;
+// the other side's acquire load sees them.
+//
+// Corruption (a stray write over the header) is caught by validate(), which the connect
+// phase runs after attaching, and by asserts in the reader and writer (debug builds).  A
+// counter overwritten later cannot make either end touch memory outside the ring: every lent
+// region is clipped at the wrap point; it only yields wrong bytes (or an assert).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "tl_host/channel.h"
+
+namespace cohort::tl_host {
+
+class Mailbox {
+ public:
+  static constexpr size_t kMinCapacity = 64;
+  static constexpr size_t kAlign = 64;  // of `memory`: the header's cache lines
+
+  // A capacity is a power of two >= kMinCapacity (hence a multiple of kChannelAlign).
+  static Status check_capacity(size_t capacity);
+
+  // Bytes a mailbox of `capacity` occupies: header + data; 0 when check_capacity() fails.
+  static size_t bytes_for(size_t capacity);
+
+  // Lays out an empty mailbox at `memory` (bytes_for(capacity) bytes, kAlign-aligned).  The
+  // creator calls it once, before any reader or writer opens the mailbox.
+  static Status init(void *memory, size_t capacity);
+
+  // Checks that `memory` holds an initialised mailbox of `capacity` whose counters are sane.
+  static Status validate(const void *memory, size_t capacity);
+};
+
+// The shared header (mailbox.cc): the ends below point into it.
+struct MailboxHeader;
+
+// The producing end.  One per mailbox, in one thread at a time.  `memory` holds a mailbox that
+// init() laid out (a process that attached runs validate() first; the constructors only assert).
+class MailboxWriter final : public SendChannel {
+ public:
+  explicit MailboxWriter(void *memory);
+  void *reserve(size_t *bytes) override;
+  void commit(size_t bytes) override;
+
+ private:
+  MailboxHeader *header_;
+  char *data_;
+  uint64_t mask_;
+  uint64_t tail_;        // our own counter: only we write it
+  uint64_t head_seen_;   // the reader's counter when last loaded
+  size_t reserved_ = 0;  // lent by the last reserve(), for the commit() check
+};
+
+// The consuming end.  One per mailbox, in one thread at a time; `memory` as for the writer.
+class MailboxReader final : public RecvChannel {
+ public:
+  explicit MailboxReader(void *memory);
+  const void *peek(size_t *bytes) override;
+  void consume(size_t bytes) override;
+
+ private:
+  MailboxHeader *header_;
+  const char *data_;
+  uint64_t mask_;
+  uint64_t head_;       // our own counter: only we write it
+  uint64_t tail_seen_;  // the writer's counter when last loaded
+  size_t peeked_ = 0;   // lent by the last peek(), for the consume() check
+};
+
+}  // namespace cohort::tl_host
