@@ -12,7 +12,7 @@ set +e
 plain=$?
 # Open MPI's own allocations are not ours to judge: leaks off, errors abort.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
-export COHORT_TEST_FILTER='^[24] (create|split|abort|bad-input|nonblocking)|missing --skip 0|stall --phase ready|^8 plan|plan-fails|plan-graph-file'
+export COHORT_TEST_FILTER='^[24] (create|split|abort|bad-input|nonblocking)|missing --skip 0|stall --phase ready|^8 plan|plan-fails|plan-graph-file|^4 coll$|coll-missing'
 (cd "$top/build-asan" && make -j2 check >check.out 2>&1)
 asan=$?
 exec "$top/contrib/summarize-tests.sh" "$top/build:$plain" "$top/build-asan:$asan"

@@ -218,6 +218,35 @@ cohort_status_t cohort_team_plan_ring(cohort_team_t team, int channel, int *prev
  * chain, down[1..2] chain heads of other hosts) in the tree of `channel`. */
 cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up, int down[3]);
 
+/* ------------------------------------------------------ host collectives */
+
+/* Collectives on host memory, blocking: every rank of the team calls the same collective with
+ * matching arguments, in the same order.  Within one host they run over shared memory; teams
+ * spanning hosts return COHORT_ERR_NOT_SUPPORTED until the UCX transport exists (issue 4 is
+ * in progress).  In place as NCCL: sendbuf == recvbuf, or for allgather
+ * sendbuf == recvbuf + rank * count elements, for reduce-scatter
+ * recvbuf == sendbuf + rank * count elements.  A collective that makes no progress for
+ * COHORT_COLL_TIMEOUT seconds fails with COHORT_ERR_TIMEOUT naming the ranks it waits for.
+ * Call them from one thread per team at a time. */
+cohort_status_t cohort_allreduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                 size_t count, cohort_dtype_t dtype, cohort_op_t op);
+/* recvbuf is only used (and may be NULL elsewhere) on the root. */
+cohort_status_t cohort_reduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                              size_t count, cohort_dtype_t dtype, cohort_op_t op, int root);
+/* sendbuf is only read on the root. */
+cohort_status_t cohort_broadcast(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                 size_t count, cohort_dtype_t dtype, int root);
+/* recvbuf holds size * sendcount elements, rank r's at r * sendcount. */
+cohort_status_t cohort_allgather(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                 size_t sendcount, cohort_dtype_t dtype);
+/* sendbuf holds size * recvcount elements; rank r gets block r reduced. */
+cohort_status_t cohort_reduce_scatter(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                      size_t recvcount, cohort_dtype_t dtype, cohort_op_t op);
+/* Both buffers hold size * count elements: block q of sendbuf goes to rank q. */
+cohort_status_t cohort_alltoall(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                size_t count, cohort_dtype_t dtype);
+cohort_status_t cohort_barrier(cohort_team_t team);
+
 /* ------------------------------------------------------------- init report */
 
 #define COHORT_MAX_PHASES 16

@@ -39,6 +39,12 @@ const std::vector<ParamSpec> kParams = {
     {"SEARCH_BUDGET", ParamType::kInt, "200000", "steps", "", 1,
      "ring-search steps per host before the best rings found so far (or a fixed order) are "
      "taken"},
+    {"SHM_MAILBOX_BYTES", ParamType::kInt, "65536", "bytes", "", 64,
+     "shared-memory mailbox between two ranks of a host (a power of two); a host of L ranks "
+     "maps L x L of them"},
+    {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", 0.001,
+     "how long a collective waits without any progress before failing with the ranks it waits "
+     "for"},
     {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
      "testing: PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in "
      "PHASE; align:RANK:skew makes it report a different plan"},

@@ -140,6 +140,18 @@ Status guarded(const char *call, Body &&body) noexcept {
   }
 }
 
+// A collective through the C API: the team's handle resolved, exceptions kept inside.
+Status run_collective(const char *call, cohort_team_t handle, coll::Collective collective,
+                      const void *src, void *dst, size_t count, cohort_dtype_t dtype,
+                      cohort_op_t op, int root) {
+  return guarded(call, [&]() -> Status {
+    std::shared_ptr<TeamImpl> team;
+    Status s = ready_team(handle, &team);
+    if (is_error(s)) return s;
+    return team->collective(collective, src, dst, count, dtype, op, root);
+  });
+}
+
 // The team, once ready, and a channel of its plan.
 Status plan_channel(cohort_team_t handle, int channel, std::shared_ptr<TeamImpl> *team) {
   Status s = ready_team(handle, team);
@@ -371,6 +383,48 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up
     for (int k = 0; k < 3; ++k) down[k] = links.down[k];
     return COHORT_SUCCESS;
   });
+}
+
+cohort_status_t cohort_allreduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                 size_t count, cohort_dtype_t dtype, cohort_op_t op) {
+  return cohort::run_collective("cohort_allreduce", handle, cohort::coll::Collective::kAllreduce,
+                                sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+cohort_status_t cohort_reduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                              size_t count, cohort_dtype_t dtype, cohort_op_t op, int root) {
+  return cohort::run_collective("cohort_reduce", handle, cohort::coll::Collective::kReduce, sendbuf,
+                                recvbuf, count, dtype, op, root);
+}
+
+cohort_status_t cohort_broadcast(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                 size_t count, cohort_dtype_t dtype, int root) {
+  return cohort::run_collective("cohort_broadcast", handle, cohort::coll::Collective::kBroadcast,
+                                sendbuf, recvbuf, count, dtype, COHORT_SUM, root);
+}
+
+cohort_status_t cohort_allgather(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                 size_t sendcount, cohort_dtype_t dtype) {
+  return cohort::run_collective("cohort_allgather", handle, cohort::coll::Collective::kAllgather,
+                                sendbuf, recvbuf, sendcount, dtype, COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_reduce_scatter(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                      size_t recvcount, cohort_dtype_t dtype, cohort_op_t op) {
+  return cohort::run_collective("cohort_reduce_scatter", handle,
+                                cohort::coll::Collective::kReduceScatter, sendbuf, recvbuf,
+                                recvcount, dtype, op, 0);
+}
+
+cohort_status_t cohort_alltoall(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                size_t count, cohort_dtype_t dtype) {
+  return cohort::run_collective("cohort_alltoall", handle, cohort::coll::Collective::kAlltoall,
+                                sendbuf, recvbuf, count, dtype, COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_barrier(cohort_team_t handle) {
+  return cohort::run_collective("cohort_barrier", handle, cohort::coll::Collective::kBarrier,
+                                nullptr, nullptr, 0, COHORT_INT8, COHORT_SUM, 0);
 }
 
 cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {

@@ -6,7 +6,7 @@ namespace cohort {
 
 namespace {
 const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks", "topology",
-                                   "graphs",   "align",     "ready"};
+                                   "graphs",   "align",     "connect",     "ready"};
 static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kNumPhases, "every phase named");
 }  // namespace
 

@@ -18,6 +18,7 @@ enum class Phase : int {
   kTopology,     // each host's leader detects (or loads) the host topology and its paths
   kGraphs,       // each host's leader searches rings; hosts exchange their graph summaries
   kAlign,        // every rank builds the plan from all summaries; plan hashes compared
+  kConnect,      // each host's leader creates the shared-memory mailboxes; the others attach
   kReady,        // final agreement; carries each rank's phase timings
   kCount
 };

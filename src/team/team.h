@@ -20,6 +20,8 @@
 #include "team/phase.h"
 #include "topo/paths.h"
 #include "topo/plan.h"
+#include "coll/schedule.h"
+#include "tl_host/host_channels.h"
 #include "topo/topo.h"
 
 namespace cohort {
@@ -44,6 +46,11 @@ class TeamImpl {
     std::lock_guard<std::mutex> lock(mutex_);
     return transitions_;
   }
+
+  // A host-memory collective on this team (team_coll.cc), blocking.  Buffers and counts as in
+  // cohort.h.
+  Status collective(coll::Collective collective, const void *src, void *dst, size_t count,
+                    cohort_dtype_t dtype, cohort_op_t op, int root);
 
   Status split(int color, int key, const cohort_team_config_t *config,
                std::shared_ptr<TeamImpl> *child);
@@ -71,6 +78,7 @@ class TeamImpl {
     kTopology,
     kGraphs,
     kAlign,
+    kConnect,
     kReady,
     kDone,
     kFailed,
@@ -97,6 +105,14 @@ class TeamImpl {
   Status step_topology();  // team_plan.cc
   Status step_graphs();
   Status step_align();
+  Status step_connect();  // team_connect.cc
+  bool is_host_leader(int rank) const { return layout_.local_rank[rank] == 0; }
+  Status check_collective(coll::Collective collective, const void *src, void *dst, size_t count,
+                          cohort_dtype_t dtype, cohort_op_t op, int root) const;
+  bool detect_in_place(coll::Collective collective, const void *src, const void *dst, size_t count,
+                       size_t elem) const;
+  Status run_schedule(const coll::Algorithm &algorithm, const void *src, void *dst,
+                      cohort_dtype_t dtype);
   Status step_ready();
   Status load_topology();
   Status host_graph(std::vector<int32_t> *summary_words);
@@ -157,6 +173,12 @@ class TeamImpl {
   int local_max_ = 0;               // ranks on the most populous host: sizes the graph summaries
   std::vector<int32_t> summaries_;  // graphs -> align: every host's packed summary
   topo::Plan plan_;
+  // Channels to the other ranks of this host (connect phase); its failure is reported at ready.
+  std::unique_ptr<tl_host::HostChannels> host_channels_;
+  std::vector<tl_host::PeerChannels> peer_channels_;  // by team rank
+  Status connect_status_ = COHORT_SUCCESS;
+  std::string connect_error_;
+  std::vector<char> scratch_;  // collectives' scratch, grown as needed
   int64_t phase_start_ns_ = 0;
   int64_t phase_ns_[kNumPhases] = {};
   cohort_init_report_t report_{};

@@ -127,6 +127,7 @@ Status TeamImpl::step() {
     case Stage::kTopology: return step_topology();
     case Stage::kGraphs: return step_graphs();
     case Stage::kAlign: return step_align();
+    case Stage::kConnect: return step_connect();
     case Stage::kReady: return step_ready();
     case Stage::kDone: return COHORT_SUCCESS;
     case Stage::kFailed: return fail(status_, error_);
@@ -255,6 +256,7 @@ Status TeamImpl::step_local_ranks() {
 Status TeamImpl::step_ready() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kReady);
+    if (!is_error(s) && is_error(connect_status_)) s = fail(connect_status_, connect_error_);
     return post_exchange(*oob_, Phase::kReady, "ready", phase_channel(Phase::kReady), s, phase_ns_,
                          sizeof(int64_t) * kNumReportPhases);
   }
@@ -270,6 +272,8 @@ Status TeamImpl::step_ready() {
   report_ = build_init_report(timings, names, kNumReportPhases);
   stage_ = Stage::kDone;
   status_ = COHORT_SUCCESS;
+  // Every rank of the host has attached (it said so in ready): the name can go.
+  if (host_channels_ && is_host_leader(rank_)) host_channels_->unlink();
   COHORT_LOG_INFO(INIT, "%s: ready: rank %d of %d, node %d of %d, local rank %d of %d, GPU %s",
                   config_.name.c_str(), rank_, size_, layout_.node_of_rank[rank_],
                   layout_.node_count, layout_.local_rank[rank_], layout_.local_size[rank_],

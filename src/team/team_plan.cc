@@ -218,7 +218,7 @@ Status TeamImpl::step_align() {
   exchange_.request.reset();
   if (is_error(s)) return finish_failed(s);
   end_phase(Phase::kAlign);
-  stage_ = Stage::kReady;
+  stage_ = Stage::kConnect;
   return COHORT_IN_PROGRESS;
 }
 

@@ -133,6 +133,27 @@ Status Execution::advance_recv(Pending *p) {
   return COHORT_SUCCESS;
 }
 
+std::string Execution::waiting() const {
+  std::string out = strprintf("step %d of %d", step_ + 1, algorithm_.num_steps());
+  for (const Pending &p : transfers_) {
+    if (p.done == p.wire) continue;
+    bool sending = p.action.verb == coll::Verb::kSend;
+    out += strprintf(": %s rank %d (%zu of %zu bytes)", sending ? "send to" : "receive from",
+                     p.action.peer, std::min(p.done, p.total), p.total);
+  }
+  return out;
+}
+
+std::vector<int> Execution::waiting_on() const {
+  std::vector<int> ranks;
+  for (const Pending &p : transfers_) {
+    if (p.done != p.wire) ranks.push_back(p.action.peer);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
 void Execution::run_local_actions() {
   for (const coll::Action &a : actions_) {
     switch (a.verb) {

@@ -5,6 +5,7 @@
 // several collectives) and a blocking call is progress() under a back-off.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "coll/schedule.h"
@@ -36,6 +37,11 @@ class Execution {
   Status progress();
   // True when the last progress() moved bytes or finished a step (a waiter resets its back-off).
   bool moved() const { return moved_; }
+  // What an unfinished execution waits for: "step 3 of 6: receive from rank 2 (0 of 4096
+  // bytes)", for timeout messages.
+  std::string waiting() const;
+  // The ranks it waits on now (sorted, unique).
+  std::vector<int> waiting_on() const;
 
  private:
   struct Pending {

@@ -294,8 +294,8 @@ TEST(ParseInjectedFailure, RankBeyondIntRangeRejected) {
 
 TEST(PhaseNames, RoundTrip) {
   const char *expected[] = {"check-in", "peer-info", "local-ranks", "topology",
-                            "graphs",   "align",     "ready"};
-  ASSERT_EQ(kNumPhases, 7);
+                            "graphs",   "align",     "connect",     "ready"};
+  ASSERT_EQ(kNumPhases, 8);
   for (int i = 0; i < kNumPhases; ++i) {
     Phase phase = static_cast<Phase>(i);
     EXPECT_STREQ(phase_name(phase), expected[i]);

@@ -139,7 +139,8 @@ long rss_kib() {
 // ----------------------------------------------------------------- scenarios
 
 void check_report(const cohort_init_report_t &report, int team_size) {
-  const char *names[] = {"check-in", "peer-info", "local-ranks", "topology", "graphs", "align"};
+  const char *names[] = {"check-in", "peer-info", "local-ranks", "topology",
+                         "graphs",   "align",     "connect"};
   const int expected = static_cast<int>(sizeof(names) / sizeof(names[0]));
   CHECK(report.num_phases == expected, "num_phases %d", report.num_phases);
   for (int p = 0; p < report.num_phases && p < expected; ++p) {
@@ -660,6 +661,270 @@ void scenario_plan_fails() {
   CHECK(team.size() == g_size, "team after failure");
 }
 
+// ------------------------------------------------------------ host collectives
+
+size_t elem_bytes(cohort_dtype_t t) {
+  switch (t) {
+    case COHORT_INT8:
+    case COHORT_UINT8: return 1;
+    case COHORT_FLOAT16:
+    case COHORT_BFLOAT16: return 2;
+    case COHORT_INT32:
+    case COHORT_UINT32:
+    case COHORT_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+// Small integers are exact in every dtype, fp16 and bf16 included (|v| <= 256).
+void store(cohort_dtype_t t, void *buffer, size_t i, double v) {
+  switch (t) {
+    case COHORT_INT8:
+      static_cast<int8_t *>(buffer)[i] = static_cast<int8_t>(static_cast<int64_t>(v));
+      break;
+    case COHORT_UINT8:
+      static_cast<uint8_t *>(buffer)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
+      break;
+    case COHORT_INT32: static_cast<int32_t *>(buffer)[i] = static_cast<int32_t>(v); break;
+    case COHORT_UINT32: static_cast<uint32_t *>(buffer)[i] = static_cast<uint32_t>(v); break;
+    case COHORT_INT64: static_cast<int64_t *>(buffer)[i] = static_cast<int64_t>(v); break;
+    case COHORT_UINT64: static_cast<uint64_t *>(buffer)[i] = static_cast<uint64_t>(v); break;
+    case COHORT_FLOAT32: static_cast<float *>(buffer)[i] = static_cast<float>(v); break;
+    case COHORT_FLOAT64: static_cast<double *>(buffer)[i] = v; break;
+    case COHORT_BFLOAT16: {
+      float f = static_cast<float>(v);
+      uint32_t bits;
+      memcpy(&bits, &f, 4);
+      static_cast<uint16_t *>(buffer)[i] = static_cast<uint16_t>(bits >> 16);
+      break;
+    }
+    case COHORT_FLOAT16: {
+      uint16_t h = 0;
+      if (v != 0) {
+        int e = 0;
+        double m = frexp(fabs(v), &e);  // v = m * 2^e, m in [0.5, 1)
+        h = static_cast<uint16_t>(((e - 1 + 15) << 10) |
+                                  (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
+        if (v < 0) h |= 0x8000;
+      }
+      static_cast<uint16_t *>(buffer)[i] = h;
+      break;
+    }
+    default: break;
+  }
+}
+
+double load(cohort_dtype_t t, const void *buffer, size_t i) {
+  switch (t) {
+    case COHORT_INT8: return static_cast<const int8_t *>(buffer)[i];
+    case COHORT_UINT8: return static_cast<const uint8_t *>(buffer)[i];
+    case COHORT_INT32: return static_cast<const int32_t *>(buffer)[i];
+    case COHORT_UINT32: return static_cast<const uint32_t *>(buffer)[i];
+    case COHORT_INT64: return static_cast<double>(static_cast<const int64_t *>(buffer)[i]);
+    case COHORT_UINT64: return static_cast<double>(static_cast<const uint64_t *>(buffer)[i]);
+    case COHORT_FLOAT32: return static_cast<const float *>(buffer)[i];
+    case COHORT_FLOAT64: return static_cast<const double *>(buffer)[i];
+    case COHORT_BFLOAT16: {
+      uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(buffer)[i]) << 16;
+      float f;
+      memcpy(&f, &bits, 4);
+      return f;
+    }
+    case COHORT_FLOAT16: {
+      uint16_t h = static_cast<const uint16_t *>(buffer)[i];
+      int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+      double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+      return h & 0x8000 ? -v : v;
+    }
+    default: return 0;
+  }
+}
+
+bool is_float(cohort_dtype_t t) {
+  return t == COHORT_FLOAT16 || t == COHORT_BFLOAT16 || t == COHORT_FLOAT32 || t == COHORT_FLOAT64;
+}
+
+// Rank r's input element i: small, 1 or 2 for products (no overflow but int8's wrap).
+double input_value(int r, size_t i, cohort_op_t op) {
+  return op == COHORT_PROD ? 1 + (r + i) % 2 : static_cast<double>((r * 7 + i * 3) % 13 + 1);
+}
+
+// The reduction of element i over all ranks, as the dtype holds it.
+double reduced_value(cohort_dtype_t t, cohort_op_t op, size_t i, int n) {
+  double acc = input_value(0, i, op);
+  for (int q = 1; q < n; ++q) {
+    double v = input_value(q, i, op);
+    acc = op == COHORT_PROD  ? acc * v
+          : op == COHORT_MIN ? std::min(acc, v)
+          : op == COHORT_MAX ? std::max(acc, v)
+                             : acc + v;
+  }
+  if (op == COHORT_AVG) acc = is_float(t) ? acc / n : std::trunc(acc / n);
+  std::vector<char> cell(8);
+  store(t, cell.data(), 0, acc);  // wraps like the dtype (int8 products)
+  return is_float(t) && op == COHORT_AVG ? acc : load(t, cell.data(), 0);
+}
+
+bool close_enough(cohort_dtype_t t, double got, double want) {
+  double tolerance = t == COHORT_FLOAT16 || t == COHORT_BFLOAT16 ? 1e-2
+                     : t == COHORT_FLOAT32                       ? 1e-6
+                                                                 : 1e-12;
+  return fabs(got - want) <= tolerance * std::max(1.0, fabs(want));
+}
+
+struct CollCase {
+  const char *name;
+  int kind;  // 0 allreduce, 1 reduce, 2 broadcast, 3 allgather, 4 reduce-scatter, 5 alltoall
+  cohort_dtype_t dtype;
+  cohort_op_t op;
+  size_t count;
+  bool in_place;
+  int root;
+};
+
+// Runs one collective on every rank and checks this rank's output; returns the bad elements.
+long run_coll_case(cohort_team_t team, const CollCase &c) {
+  const int n = g_size, r = g_rank;
+  const size_t e = elem_bytes(c.dtype), count = c.count;
+  const bool blocks_in = c.kind == 4 || c.kind == 5, blocks_out = c.kind == 3 || c.kind == 5;
+  const size_t in_n = blocks_in ? count * n : count, out_n = blocks_out ? count * n : count;
+  std::vector<char> in(in_n * e + 8), out(std::max(in_n, out_n) * e + 8);
+  for (size_t i = 0; i < in_n; ++i) store(c.dtype, in.data(), i, input_value(r, i, c.op));
+  for (size_t i = 0; i < out_n; ++i) store(c.dtype, out.data(), i, -1);
+  const void *send = in.data();
+  void *recv = out.data();
+  if (c.in_place) {
+    if (c.kind == 3) {  // allgather: own block at its slot of the output
+      memcpy(out.data() + r * count * e, in.data(), count * e);
+      send = out.data() + r * count * e;
+    } else if (c.kind == 4) {  // reduce-scatter: output is the rank's block of the input
+      out = in;
+      send = out.data();
+      recv = out.data() + r * count * e;
+    } else {
+      memcpy(out.data(), in.data(), in_n * e);
+      send = out.data();
+    }
+  }
+  cohort_status_t s = COHORT_SUCCESS;
+  switch (c.kind) {
+    case 0: s = cohort_allreduce(team, send, recv, count, c.dtype, c.op); break;
+    case 1: s = cohort_reduce(team, send, recv, count, c.dtype, c.op, c.root); break;
+    case 2: s = cohort_broadcast(team, send, recv, count, c.dtype, c.root); break;
+    case 3: s = cohort_allgather(team, send, recv, count, c.dtype); break;
+    case 4: s = cohort_reduce_scatter(team, send, recv, count, c.dtype, c.op); break;
+    case 5: s = cohort_alltoall(team, send, recv, count, c.dtype); break;
+  }
+  CHECK(s == COHORT_SUCCESS, "%s: %s", c.name, cohort_last_error());
+  if (s != COHORT_SUCCESS) return 1;
+  long wrong = 0;
+  const char *got = static_cast<const char *>(recv);
+  for (size_t i = 0; i < count; ++i) {
+    switch (c.kind) {
+      case 0:
+        wrong += !close_enough(c.dtype, load(c.dtype, got, i), reduced_value(c.dtype, c.op, i, n));
+        break;
+      case 1:
+        if (r == c.root)
+          wrong +=
+              !close_enough(c.dtype, load(c.dtype, got, i), reduced_value(c.dtype, c.op, i, n));
+        break;
+      case 2: wrong += load(c.dtype, got, i) != input_value(c.root, i, c.op); break;
+      case 3:
+        for (int q = 0; q < n; ++q)
+          wrong += load(c.dtype, got, q * count + i) != input_value(q, i, c.op);
+        break;
+      case 4:
+        wrong += !close_enough(c.dtype, load(c.dtype, got, i),
+                               reduced_value(c.dtype, c.op, r * count + i, n));
+        break;
+      case 5:
+        for (int q = 0; q < n; ++q)
+          wrong += load(c.dtype, got, q * count + i) != input_value(q, r * count + i, c.op);
+        break;
+    }
+  }
+  return wrong;
+}
+
+// Every collective x dtype x op x count x in place / not against values computed here.
+// --quick: a smaller matrix (sanitizer builds).
+void scenario_coll() {
+  cohort::Team team(MPI_COMM_WORLD);
+  const bool quick = opt_int("quick", 0) != 0;
+  const char *kinds[] = {"allreduce", "reduce",         "broadcast",
+                         "allgather", "reduce_scatter", "alltoall"};
+  std::vector<size_t> counts = {0, 1, 7, 1023, 65537};
+  if (quick) counts = {0, 7, 1023};
+  long cases = 0, wrong = 0;
+  for (int kind = 0; kind < 6; ++kind) {
+    for (int t = 0; t < COHORT_NUM_DTYPES; ++t) {
+      bool reduction = kind == 0 || kind == 1 || kind == 4;
+      for (int op = 0; op < (reduction ? COHORT_NUM_OPS : 1); ++op) {
+        for (size_t count : counts) {
+          if (kind >= 3 && count == 65537) count = 4099;  // blocks of every rank
+          for (bool in_place : {false, true}) {
+            CollCase c{kinds[kind],
+                       kind,
+                       static_cast<cohort_dtype_t>(t),
+                       static_cast<cohort_op_t>(op),
+                       count,
+                       in_place,
+                       g_size - 1};
+            long bad = run_coll_case(team.get(), c);
+            ++cases;
+            if (bad > 0) {
+              CHECK(false, "%s %s op %d count %zu%s: %ld wrong elements", c.name,
+                    std::to_string(t).c_str(), op, count, in_place ? " in place" : "", bad);
+            }
+            wrong += bad;
+          }
+        }
+      }
+    }
+  }
+  CHECK_STATUS(cohort_barrier(team.get()), COHORT_SUCCESS);
+  // Bad arguments: named errors, nothing written.
+  int x = 0;
+  CHECK_STATUS(cohort_allreduce(team.get(), nullptr, &x, 1, COHORT_INT32, COHORT_SUM),
+               COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, static_cast<cohort_dtype_t>(42), COHORT_SUM),
+               COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "dtype=42"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_broadcast(team.get(), &x, &x, 1, COHORT_INT32, g_size),
+               COHORT_ERR_INVALID_ARG);
+  if (g_rank == 0) printf("%ld collective calls checked, %ld wrong elements\n", cases, wrong);
+}
+
+// A rank that skips a collective: the others fail after COHORT_COLL_TIMEOUT naming it.
+void scenario_coll_missing() {
+  int skip = opt_int("skip", 1);
+  cohort::Team team(MPI_COMM_WORLD);
+  if (g_rank != skip) {
+    std::vector<float> v(1024, 1.0f);
+    double t0 = now_s();
+    cohort_status_t s =
+        cohort_allreduce(team.get(), v.data(), v.data(), v.size(), COHORT_FLOAT32, COHORT_SUM);
+    double elapsed = now_s() - t0;
+    std::string msg = cohort_last_error();
+    CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(elapsed < 1.0 + 2.0, "failed after %.2f s", elapsed);
+    if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// A team across (fake) hosts: host collectives say what is missing instead of hanging.
+void scenario_coll_hosts() {
+  std::string host = "coll-host-" + std::to_string(g_rank % 2);
+  ScopedEnv host_env("COHORT_HOST_ID", host.c_str());
+  cohort::Team team(MPI_COMM_WORLD);
+  int x = 1;
+  CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, COHORT_INT32, COHORT_SUM),
+               COHORT_ERR_NOT_SUPPORTED);
+  CHECK(contains(cohort_last_error(), "UCX"), "message: %s", cohort_last_error());
+}
+
 // Fake nodes: COHORT_HOST_ID from a per-rank pattern.  --per-node K: blocks of K ranks;
 // --interleave K: rank % K.
 void scenario_fake_nodes() {
@@ -946,6 +1211,9 @@ int main(int argc, char **argv) {
       {"plan", scenario_plan},
       {"plan-fails", scenario_plan_fails},
       {"plan-graph-file", scenario_plan_graph_file},
+      {"coll", scenario_coll},
+      {"coll-missing", scenario_coll_missing},
+      {"coll-hosts", scenario_coll_hosts},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},
       {"oob", scenario_oob},
