@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/clock.h"
+#include "core/memory_type.h"
 #include "core/params.h"
 #include "team/rank_list.h"
 #include "team/team.h"
@@ -57,6 +58,17 @@ Status TeamImpl::check_collective(coll::Collective collective, const void *src, 
   if ((needs_src && src == nullptr) || (needs_dst && dst == nullptr)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", name,
                  needs_src && src == nullptr ? "sendbuf" : "recvbuf", count);
+  }
+  // Only a process that uses a GPU asks CUDA (the query needs the runtime up).
+  if (peers_[rank_].cuda_device >= 0) {
+    const void *buffers[2] = {needs_src ? src : nullptr, needs_dst ? dst : nullptr};
+    for (int k = 0; k < 2; ++k) {
+      if (buffers[k] == nullptr || memory_type(buffers[k]) != MemoryType::kDevice) continue;
+      return failf(COHORT_ERR_NOT_SUPPORTED,
+                   "%s: %s is GPU memory; collectives on device buffers are not built yet: pass "
+                   "host (or managed) memory",
+                   name, k == 0 ? "sendbuf" : "recvbuf");
+    }
   }
   if (layout_.node_count > 1) {
     return failf(COHORT_ERR_NOT_SUPPORTED,

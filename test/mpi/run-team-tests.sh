@@ -58,6 +58,7 @@ add "3 abort-one --rank 1"
 add "4 abort-one --rank 0"
 add "2 gpu-duplicate"
 add "2 gpu-shared"
+add "2 gpu-coll"
 
 if [ -n "$COHORT_TEST_FILTER" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_TEST_FILTER")

@@ -1142,6 +1142,39 @@ bool have_gpu() {
 #endif
 }
 
+// A team bound to the GPU: host and managed buffers work, device buffers get a named error.
+void scenario_gpu_coll() {
+#if COHORT_TEST_HAVE_CUDA
+  ScopedEnv shared("COHORT_ALLOW_SHARED_GPU", "1");
+  cudaSetDevice(0);
+  cohort::Team team(MPI_COMM_WORLD);
+  std::vector<int> host(64, g_rank + 1);
+  CHECK_STATUS(cohort_allreduce(team.get(), host.data(), host.data(), 64, COHORT_INT32, COHORT_SUM),
+               COHORT_SUCCESS);
+  CHECK(host[63] == g_size * (g_size + 1) / 2, "host allreduce gave %d", host[63]);
+  int *managed = nullptr, *device = nullptr;
+  CHECK(cudaMallocManaged(reinterpret_cast<void **>(&managed), 64 * sizeof(int)) == cudaSuccess,
+        "cudaMallocManaged");
+  CHECK(cudaMalloc(reinterpret_cast<void **>(&device), 64 * sizeof(int)) == cudaSuccess,
+        "cudaMalloc");
+  if (managed != nullptr) {
+    for (int i = 0; i < 64; ++i) managed[i] = 1;
+    CHECK_STATUS(cohort_allreduce(team.get(), managed, managed, 64, COHORT_INT32, COHORT_SUM),
+                 COHORT_SUCCESS);
+    CHECK(managed[0] == g_size, "managed allreduce gave %d", managed[0]);
+  }
+  if (device != nullptr) {
+    CHECK_STATUS(cohort_allreduce(team.get(), host.data(), device, 64, COHORT_INT32, COHORT_SUM),
+                 COHORT_ERR_NOT_SUPPORTED);
+    CHECK(contains(cohort_last_error(), "recvbuf is GPU memory"), "message: %s",
+          cohort_last_error());
+    if (g_rank == 0) printf("device buffer: %s\n", cohort_last_error());
+  }
+  cudaFree(managed);
+  cudaFree(device);
+#endif
+}
+
 void scenario_shared_gpu(bool allowed) {
   ScopedEnv sharing("COHORT_ALLOW_SHARED_GPU", allowed ? "1" : "0");
   cohort_team_config_t cfg = config_with_timeout(60);
@@ -1219,6 +1252,7 @@ int main(int argc, char **argv) {
       {"oob", scenario_oob},
       {"gpu-duplicate", [] { scenario_shared_gpu(false); }},
       {"gpu-shared", [] { scenario_shared_gpu(true); }},
+      {"gpu-coll", scenario_gpu_coll},
   };
   auto it = scenarios.find(scenario);
   if (it == scenarios.end()) {
