@@ -1,15 +1,18 @@
 #!/bin/sh
-# The main job: set up, build, and run Cohort's multi-rank job.  Today that is team creation
-# on 4 ranks: the team (hosts, nodes, local ranks, GPUs), its init report, and creation time.
-# Runs on the GPUs when there are some (one per local rank; sharing one GPU needs MPS and
-# COHORT_ALLOW_SHARED_GPU=1, which this script sets when ranks outnumber GPUs), else host-only.
+# The main job: set up, build, and run Cohort's multi-rank jobs on 4 ranks (NP=N for another
+# count).  First team creation: the team (hosts, nodes, local ranks, GPUs), its init report,
+# and creation time, on the GPUs when there are some (one per local rank; sharing one GPU
+# needs MPS and COHORT_ALLOW_SHARED_GPU=1, which this script sets when ranks outnumber GPUs),
+# else host-only.  Then the collective sweep on host memory, as nccl-tests prints it: every
+# size validated (--check) and timed against Open MPI's matching call in the same run
+# (--vs-mpi); the script fails if any result is wrong.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup-debian.sh"
 "$top/contrib/build.sh" "$top/build"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
+export COHORT_DEBUG="${COHORT_DEBUG:-WARN}"
 np=${NP:-4}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -gt 0 ] && [ "$gpus" -lt "$np" ]; then
@@ -17,3 +20,6 @@ if [ "${gpus:-0}" -gt 0 ] && [ "$gpus" -lt "$np" ]; then
   export COHORT_ALLOW_SHARED_GPU=1
 fi
 mpirun -np "$np" "$top/build/tools/cohort_perf" --team-create -n 50
+echo
+mpirun -np "$np" "$top/build/tools/cohort_perf" -c allreduce,allgather,reduce_scatter,broadcast \
+  -b 8 -e 16M -f 8 --check --vs-mpi

@@ -30,16 +30,23 @@ inline int64_t deadline_after(double seconds) {
 // would reach the long sleeps within microseconds, adding a sleep to every message's latency.
 class Backoff {
  public:
+  Backoff() = default;
+  // First `spins` pauses spin on the core without a system call: for latency-bound waits
+  // where every rank has a core of its own (spinning on a shared core delays the peer).
+  explicit Backoff(unsigned spins) : max_spins_(spins) {}
   void pause();
   // Call when the awaited thing made progress: the next wait starts with yields again.
   void reset() {
     start_ns_ = 0;
     sleeps_ = 0;
+    spins_ = 0;
   }
 
  private:
   int64_t start_ns_ = 0;
   unsigned sleeps_ = 0;
+  unsigned spins_ = 0;
+  unsigned max_spins_ = 0;
 };
 
 }  // namespace cohort

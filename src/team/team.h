@@ -179,6 +179,8 @@ class TeamImpl {
   Status connect_status_ = COHORT_SUCCESS;
   std::string connect_error_;
   std::vector<char> scratch_;  // collectives' scratch, grown as needed
+  double coll_timeout_s_ = 600;  // COHORT_COLL_TIMEOUT, read once in the connect phase
+  unsigned spins_ = 0;  // polls before yielding in collectives: only with a core per local rank
   int64_t phase_start_ns_ = 0;
   int64_t phase_ns_[kNumPhases] = {};
   cohort_init_report_t report_{};

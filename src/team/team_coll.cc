@@ -99,6 +99,8 @@ Status TeamImpl::collective(coll::Collective collective, const void *src, void *
   Status s = check_ready();
   if (is_error(s)) return s;
   if (s = check_collective(collective, src, dst, count, dtype, op, root); is_error(s)) return s;
+  // Nothing to move: every rank passed count 0 (matching arguments), so none waits for another.
+  if (count == 0 && collective != coll::Collective::kBarrier) return COHORT_SUCCESS;
   const size_t elem = tl_host::dtype_size(dtype);
   coll::CollArgs args;
   args.collective = collective;
@@ -122,12 +124,11 @@ Status TeamImpl::run_schedule(const coll::Algorithm &algorithm, const void *src,
                               cohort_dtype_t dtype) {
   const size_t scratch_bytes = algorithm.scratch_count() * tl_host::dtype_size(dtype);
   if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);
-  double timeout_s = 0;
-  Status s = param_double("COLL_TIMEOUT", &timeout_s);
-  if (is_error(s)) return s;
+  const double timeout_s = coll_timeout_s_;
+  Status s;
   tl_host::HostBuffers buffers{src, dst, scratch_.data()};
   tl_host::Execution execution(algorithm, buffers, dtype, peer_channels_);
-  Backoff backoff;
+  Backoff backoff(spins_);
   int64_t last_progress = now_ns();
   for (;;) {
     s = execution.progress();

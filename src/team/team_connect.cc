@@ -2,6 +2,10 @@
 // ranks and sends the segment's name in the phase record; the others attach after the
 // exchange.  An attach that fails is this rank's status in the ready phase, so every rank
 // still ends alike; the leader unlinks the name once ready succeeded.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "core/log.h"
@@ -29,6 +33,13 @@ Status TeamImpl::step_connect() {
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
+  if (is_error(param_double("COLL_TIMEOUT", &coll_timeout_s_))) coll_timeout_s_ = 600;
+  // A message from a peer of this host takes well under a microsecond: poll that long before
+  // yielding, unless ranks share cores (then spinning only delays the peer that must run).
+  cpu_set_t cpus;
+  int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  spins_ = local_size <= std::max(cores, online > 0 ? online : 1) ? 64 : 0;
   std::vector<int> local_ranks;  // team rank of each local rank of this host
   for (int r = 0; r < size_; ++r) {
     if (layout_.node_of_rank[r] == layout_.node_of_rank[rank_]) local_ranks.push_back(r);

@@ -52,14 +52,15 @@ Status Execution::progress() {
   }
   while (step_ < algorithm_.num_steps()) {
     // Transfers to or from one peer go in listed order: only the first unfinished one moves.
-    std::vector<int> busy_to, busy_from;
+    busy_to_.clear();
+    busy_from_.clear();
     bool all_done = true;
     for (Pending &p : transfers_) {
       if (p.done == p.wire) continue;
       all_done = false;
       const int peer = p.action.peer;
       const bool sending = p.action.verb == coll::Verb::kSend;
-      std::vector<int> &busy = sending ? busy_to : busy_from;
+      std::vector<int> &busy = sending ? busy_to_ : busy_from_;
       if (std::find(busy.begin(), busy.end(), peer) != busy.end()) continue;
       busy.push_back(peer);
       Status s = sending ? advance_send(&p) : advance_recv(&p);

@@ -65,6 +65,7 @@ class Execution {
   int step_ = -1;
   std::vector<coll::Action> actions_;
   std::vector<Pending> transfers_;
+  std::vector<int> busy_to_, busy_from_;  // peers whose first unfinished transfer ran
   bool moved_ = false;
 };
 

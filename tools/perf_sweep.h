@@ -1,0 +1,41 @@
+// cohort_perf's collective sweep (-c): each collective over a range of sizes on one host-only
+// team over MPI_COMM_WORLD, printed as nccl-tests prints its tables (out-of-place, then in
+// place), optionally validated (--check) and timed against the matching MPI call (--vs-mpi).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "coll/schedule.h"
+
+namespace cohort::perf {
+
+struct SweepOptions {
+  std::vector<coll::Collective> collectives;
+  size_t min_bytes = 8;
+  size_t max_bytes = 64 << 20;
+  size_t factor = 2;
+  cohort_dtype_t dtype = COHORT_FLOAT32;
+  cohort_op_t op = COHORT_SUM;
+  int iterations = 20;
+  int warmup = 5;
+  int root = 0;
+  bool out_of_place = true;
+  bool in_place = true;
+  bool check = false;
+  bool vs_mpi = false;
+  std::string json;  // rank 0 writes every row here when set
+};
+
+// The sizes min, min * factor, ... up to max (bytes).
+std::vector<size_t> sweep_sizes(const SweepOptions &opt);
+
+// Runs the sweep on every rank; rank 0 prints.  Returns the exit status: 0, or 1 when the
+// team could not be created, --check found wrong elements, or the JSON file could not be
+// written.  A collective that fails prints its error and aborts the job (its peers would
+// otherwise wait in it until COHORT_COLL_TIMEOUT).
+int run_sweep(const SweepOptions &opt, int rank, int size);
+
+}  // namespace cohort::perf
