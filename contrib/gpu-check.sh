@@ -34,6 +34,8 @@ for np in 1 2 4 8; do
   name=perf; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
     mpirun -np $np "$perf" --team-create -n 50
 done
+name=perf; run "host collective sweep np=4 (16 cores: not oversubscribed)" env \
+  COHORT_ALLOW_SHARED_GPU=1 mpirun -np 4 "$perf" -c all -b 8 -e 64M -f 8 --check --vs-mpi
 name=topo; run "cohort_info --topo (detected)" "$PWD/$build/tools/.libs/cohort_info" --topo
 name=topo; run "plan, 2 ranks on the GPU, topology dumped" env COHORT_ALLOW_SHARED_GPU=1 \
   COHORT_DEBUG=INFO COHORT_DEBUG_SUBSYS=TOPO,GRAPH COHORT_TOPO_DUMP_FILE="$results/dump.xml" \
