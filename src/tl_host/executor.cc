@@ -159,7 +159,7 @@ void Execution::run_local_actions() {
   for (const coll::Action &a : actions_) {
     switch (a.verb) {
       case coll::Verb::kCopy:
-        std::memmove(address(a.dst), address(a.src), a.dst.count * elem_);
+        if (a.dst.count > 0) std::memmove(address(a.dst), address(a.src), a.dst.count * elem_);
         break;
       case coll::Verb::kReduce:
         reduce_into(address(a.dst), address(a.src), a.dst.count, dtype_, algorithm_.args().op);

@@ -211,7 +211,9 @@ void run(const Case &c) {
                    elem;
     const char *got = dst[r].data();
     if (c.in_place && c.collective == coll::Collective::kReduceScatter) got += r * c.count * elem;
-    ASSERT_EQ(std::memcmp(got, expected.data(), bytes), 0) << "rank " << r;
+    if (bytes > 0) {
+      ASSERT_EQ(std::memcmp(got, expected.data(), bytes), 0) << "rank " << r;
+    }
   }
 }
 
