@@ -37,7 +37,11 @@ typedef enum {
   COHORT_ERR_CUDA = -7,     /* a CUDA call failed */
   COHORT_ERR_TIMEOUT = -8,  /* peers did not arrive in time; the message names them */
   COHORT_ERR_ABORTED = -9,  /* the team was aborted */
-  COHORT_ERR_INTERNAL = -10 /* a bug in Cohort: please report it */
+  COHORT_ERR_INTERNAL = -10, /* a bug in Cohort: please report it */
+  /* Not statuses: they make every int a value of this type, so C callers passing any int
+   * get a named error, never undefined behaviour in C++. */
+  COHORT_STATUS_RANGE_MIN_ = -0x7fffffff - 1,
+  COHORT_STATUS_RANGE_MAX_ = 0x7fffffff
 } cohort_status_t;
 
 /* Static name of a status, e.g. "COHORT_ERR_TIMEOUT". */
@@ -64,7 +68,10 @@ typedef enum {
   COHORT_BFLOAT16,
   COHORT_FLOAT32,
   COHORT_FLOAT64,
-  COHORT_NUM_DTYPES
+  COHORT_NUM_DTYPES,
+  /* Not types: any int is a value of cohort_dtype_t; out-of-range ones get a named error. */
+  COHORT_DTYPE_RANGE_MIN_ = -0x7fffffff - 1,
+  COHORT_DTYPE_RANGE_MAX_ = 0x7fffffff
 } cohort_dtype_t;
 
 /* Reduction operators.  AVG is the sum divided by the team size (for integers, rounded
@@ -75,7 +82,10 @@ typedef enum {
   COHORT_MIN,
   COHORT_MAX,
   COHORT_AVG,
-  COHORT_NUM_OPS
+  COHORT_NUM_OPS,
+  /* Not ops: any int is a value of cohort_op_t; out-of-range ones get a named error. */
+  COHORT_OP_RANGE_MIN_ = -0x7fffffff - 1,
+  COHORT_OP_RANGE_MAX_ = 0x7fffffff
 } cohort_op_t;
 
 /* ------------------------------------------------------------ out-of-band */

@@ -64,6 +64,7 @@ const char *cohort_status_string(cohort_status_t status) {
     case COHORT_ERR_TIMEOUT: return "COHORT_ERR_TIMEOUT";
     case COHORT_ERR_ABORTED: return "COHORT_ERR_ABORTED";
     case COHORT_ERR_INTERNAL: return "COHORT_ERR_INTERNAL";
+    default: break;  // any other int, the range sentinels included
   }
   return "COHORT_ERR_UNKNOWN_STATUS";
 }

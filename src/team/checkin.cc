@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "core/clock.h"
 #include "core/detached_sends.h"
@@ -42,7 +44,42 @@ Counters &counters(MPI_Comm comm) {
   return *fresh;
 }
 
+struct DupQueues {
+  std::mutex mutex;
+  uint64_t next_id = 0;
+  std::map<MPI_Comm, std::deque<uint64_t>> queues;  // per communicator, in posting order
+};
+
+DupQueues &dup_queues() {
+  static DupQueues *queues = new DupQueues();  // outlives static destructors
+  return *queues;
+}
+
 }  // namespace
+
+DupTicket::DupTicket(MPI_Comm comm) : comm_(comm) {
+  DupQueues &all = dup_queues();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  id_ = all.next_id++;
+  all.queues[comm_].push_back(id_);
+}
+
+DupTicket::~DupTicket() {
+  DupQueues &all = dup_queues();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto it = all.queues.find(comm_);
+  if (it == all.queues.end()) return;
+  std::deque<uint64_t> &queue = it->second;
+  queue.erase(std::find(queue.begin(), queue.end(), id_));
+  if (queue.empty()) all.queues.erase(it);
+}
+
+bool DupTicket::first() const {
+  DupQueues &all = dup_queues();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto it = all.queues.find(comm_);
+  return it != all.queues.end() && it->second.front() == id_;
+}
 
 uint64_t next_checkin_attempt(MPI_Comm comm, int tag_base) { return counters(comm)[tag_base]++; }
 
@@ -51,7 +88,7 @@ void advance_checkin_attempt(MPI_Comm comm, int tag_base, uint64_t attempt) {
   if (next <= attempt) next = attempt + 1;
 }
 
-CheckIn::CheckIn(const Options &options) : options_(options) {
+CheckIn::CheckIn(const Options &options) : options_(options), ticket_(options.comm) {
   MPI_Comm_rank(options_.comm, &rank_);
   MPI_Comm_size(options_.comm, &size_);
   attempt_ = next_checkin_attempt(options_.comm, options_.tag_base);

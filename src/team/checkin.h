@@ -23,6 +23,25 @@
 
 namespace cohort {
 
+// A place in this process's queue of check-ins on one communicator, in the order they were
+// posted (the order MPI requires every rank to use for collectives on it).  The MPI_Comm_idup
+// that follows a successful check-in may be posted only at the head of the queue: a later
+// check-in that finishes first (an earlier one lingering after an abort, or a creation posted
+// earlier but progressed later) would otherwise post its dup first on some ranks only, and
+// the dups would pair up wrongly.  Leaving the queue (destruction) lets the next one go.
+class DupTicket {
+ public:
+  explicit DupTicket(MPI_Comm comm);
+  ~DupTicket();
+  DupTicket(const DupTicket &) = delete;
+  DupTicket &operator=(const DupTicket &) = delete;
+  bool first() const;  // no check-in posted earlier on this communicator is unresolved
+
+ private:
+  MPI_Comm comm_;
+  uint64_t id_;
+};
+
 struct CheckInRecord {
   uint32_t magic;
   uint32_t kind;  // kArrive, kConfirm, kAbort
@@ -69,6 +88,8 @@ class CheckIn {
   // Valid after success (and for ranks that arrived, after a failure).
   const std::vector<CheckInRecord> &records() const { return records_; }
   uint64_t attempt() const { return attempt_; }
+  // Whether this check-in's MPI_Comm_idup may be posted now (see DupTicket).
+  bool dup_turn() const { return ticket_.first(); }
 
  private:
   enum Kind : uint32_t { kArrive = 1, kConfirm = 2, kAbort = 3 };
@@ -97,6 +118,7 @@ class CheckIn {
   std::vector<char> arrived_, confirmed_;
   std::string abandoned_;  // why an earlier attempt this call joined ended
   ArrivalRecord me_;
+  DupTicket ticket_;
 };
 
 constexpr int kCheckInTagWindow = 64;

@@ -62,8 +62,9 @@ bool Lingering::progress() {
   if (checkin_) {
     Status s = checkin_->progress();
     if (s == COHORT_IN_PROGRESS) return false;
-    checkin_.reset();
     if (s != COHORT_SUCCESS) return true;  // the check-in failed everywhere: no dup follows
+    if (!checkin_->dup_turn()) return given_up("its turn to post MPI_Comm_idup never came");
+    checkin_.reset();
     MPI_Comm_idup(comm_, &dup_, &dup_request_);
   }
   if (dup_request_ == MPI_REQUEST_NULL) return true;
@@ -73,10 +74,16 @@ bool Lingering::progress() {
     MPI_Comm_free(&dup_);
     return true;
   }
+  return given_up("its MPI_Comm_idup did not complete: some rank never joined it");
+}
+
+// False until the deadline, then says what never happened and gives the work up.
+bool Lingering::given_up(const char *what) const {
   if (now_ns() < deadline_ns_) return false;
   COHORT_LOG_WARN(INIT,
-                  "an abandoned team's MPI_Comm_idup did not complete by its deadline: some "
-                  "rank never joined it; communicator creation on its parent may hang");
+                  "an abandoned team creation was given up at its deadline: %s; communicator "
+                  "creation on its parent may hang",
+                  what);
   return true;
 }
 

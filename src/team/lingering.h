@@ -26,6 +26,8 @@ class Lingering {
   bool progress();  // true when finished (or given up)
 
  private:
+  bool given_up(const char *what) const;
+
   std::unique_ptr<CheckIn> checkin_;
   MPI_Comm comm_;
   bool owns_comm_;

@@ -99,6 +99,7 @@ class TeamImpl {
   Status step();
   Status step_checkin();
   Status step_oob_arrive();
+  Status wait_dup_turn();
   Status step_dup();
   Status step_peer_info();
   Status step_local_ranks();

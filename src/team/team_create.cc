@@ -141,6 +141,7 @@ Status TeamImpl::step_checkin() {
   Status s = checkin_->progress();
   if (s == COHORT_IN_PROGRESS) return s;
   if (is_error(s)) return finish_failed(s);
+  if (!checkin_->dup_turn()) return wait_dup_turn();
   arrivals_.resize(size_);
   for (int r = 0; r < size_; ++r) arrivals_[r] = checkin_->records()[r].who;
   checkin_.reset();
@@ -152,6 +153,21 @@ Status TeamImpl::step_checkin() {
   dup_deadline_ns_ = deadline_after(config_.init_timeout_s);
   stage_ = Stage::kDup;
   return COHORT_IN_PROGRESS;
+}
+
+// Checked in, but a creation posted earlier on this communicator (one still being created,
+// or one abandoned and finishing in the background) has not decided on its MPI_Comm_idup
+// yet; that dup must come first.  Bounded by the creation timeout.
+Status TeamImpl::wait_dup_turn() {
+  if (dup_deadline_ns_ == 0) dup_deadline_ns_ = deadline_after(config_.init_timeout_s);
+  if (now_ns() < dup_deadline_ns_) return COHORT_IN_PROGRESS;
+  return finish_failed(
+      failf(COHORT_ERR_TIMEOUT,
+            "team creation timed out in phase check-in after %.2f s: every rank checked in, but a "
+            "team creation posted earlier on this communicator by this process is still in its "
+            "check-in, and its MPI_Comm_idup must come first. Progress (or abort) the earlier "
+            "creation too: cohort_team_create_test on each handle, in the order they were posted",
+            config_.init_timeout_s));
 }
 
 // A caller's OOB is private to Cohort already: one allgather checks everyone in.

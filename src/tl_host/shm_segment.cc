@@ -80,14 +80,20 @@ Status fail_to_create(const std::string &name, size_t bytes, const char *call, i
                kShmDir, kShmDir);
 }
 
-// ftruncate() alone leaves tmpfs pages unallocated: a full /dev/shm would then kill the job
-// with SIGBUS at the first touch (the classic docker crash), so reserve every page now.
+// Sizes the segment.  tmpfs allocates its pages at first touch, and a /dev/shm too small
+// for them would kill the job with SIGBUS then (the classic docker crash), so the free space
+// is checked first and a shortfall is a named error.  Reserving every page now
+// (posix_fallocate) would close the remaining race with other jobs filling /dev/shm in the
+// meantime, but zeroing megabytes made team creation several times slower (0.66 ms of 0.89
+// at 8 ranks); the pages are touched by the first collectives instead.
 int reserve_pages(int fd, size_t bytes) {
-  int err;
-  do {
-    err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  } while (err == EINTR);
-  return err;
+  struct statvfs fs;
+  if (fstatvfs(fd, &fs) == 0 &&
+      static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) <
+          static_cast<double>(bytes)) {
+    return ENOSPC;
+  }
+  return ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
 }
 
 Status map_segment(const std::string &name, int fd, size_t bytes, void **data) {
@@ -105,7 +111,7 @@ Status map_segment(const std::string &name, int fd, size_t bytes, void **data) {
 // Sizes and maps the segment just created on fd; the caller unlinks it on failure.
 Status size_and_map(const std::string &name, int fd, size_t bytes, void **data) {
   if (int err = reserve_pages(fd, bytes); err != 0)
-    return fail_to_create(name, bytes, "posix_fallocate", err);
+    return fail_to_create(name, bytes, "sizing it", err);
   return map_segment(name, fd, bytes, data);
 }
 

@@ -23,8 +23,9 @@ namespace cohort::tl_host {
 
 class ShmSegment {
  public:
-  // Creates and maps a new segment of `bytes` (> 0), its memory zeroed and reserved now, so
-  // that a full /dev/shm is a named error here instead of a SIGBUS at first touch.  An existing
+  // Creates and maps a new segment of `bytes` (> 0), zeroed, after checking /dev/shm has room
+  // for it, so that a full /dev/shm is a named error here rather than a SIGBUS at first touch
+  // (pages are allocated when first touched; see reserve_pages() for the race left).  An existing
   // segment of that name is an error.  The new segment unlinks itself when destroyed unless
   // unlink() ran already, so a failed connect phase leaves nothing behind.
   static Status create(const std::string &name, size_t bytes, std::unique_ptr<ShmSegment> *out);

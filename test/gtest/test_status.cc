@@ -2,6 +2,7 @@
 // (src/core/status.*, src/team/rank_list.*).
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 #include <set>
 #include <string>
@@ -36,6 +37,10 @@ TEST(StatusString, EveryValueDistinctWithPrefix) {
   std::string unknown = cohort_status_string(static_cast<cohort_status_t>(-99));
   EXPECT_EQ(unknown.rfind("COHORT_", 0), 0u) << unknown;
   EXPECT_EQ(seen.count(unknown), 0u) << unknown;
+  // Any int a C caller passes is a value of the type (no UB under UBSan) and unknown.
+  for (int garbage : {INT_MIN, -11, 2, 42, INT_MAX}) {
+    EXPECT_EQ(unknown, cohort_status_string(static_cast<cohort_status_t>(garbage))) << garbage;
+  }
 }
 
 TEST(StatusString, NamesMatchEnumerators) {

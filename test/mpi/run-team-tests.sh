@@ -14,7 +14,7 @@ tests=""
 add() { tests="$tests
 $*"; }
 for np in 1 2 3 4 8; do
-  for s in create split nonblocking abort bad-input oob; do add "$np $s"; done
+  for s in create split nonblocking abort two-posted bad-input oob; do add "$np $s"; done
   add "$np fake-nodes --per-node 2"
 done
 add "8 fake-nodes --interleave 3"

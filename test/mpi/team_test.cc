@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -346,6 +347,51 @@ FailedCreate create_expecting_failure(const cohort_team_config_t &cfg) {
 }
 
 // Ranks in [skip] never call create; the others must fail within timeout + 1 s naming them.
+// Two creations posted on one communicator, progressed in different orders on different
+// ranks.  Their MPI_Comm_idup calls must still come in posting order everywhere: rank 0
+// polls only the second for a while, which must wait for the first (checked in on the other
+// ranks, confirmed on rank 0) instead of posting its dup first and pairing with their first.
+void scenario_two_posted() {
+  cohort_team_config_t cfg = config_with_timeout(20);
+  cohort_team_t first = nullptr, second = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, &cfg, &first), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, &cfg, &second), COHORT_SUCCESS);
+  if (first == nullptr || second == nullptr) return;
+  cohort_status_t s1 = COHORT_IN_PROGRESS, s2 = COHORT_IN_PROGRESS;
+  if (g_rank != 0) s1 = cohort_team_create_test(first);  // arrive in the first
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) {
+    s1 = cohort_team_create_test(first);  // arrive (and confirm) in the first, then leave it
+    double until = now_s() + 1.0;
+    while (now_s() < until && s2 == COHORT_IN_PROGRESS) {
+      s2 = cohort_team_create_test(second);
+      usleep(200);
+    }
+    // (One rank alone finishes the first's check-in and posts its dup within its one poll.)
+    CHECK(g_size == 1 || s2 == COHORT_IN_PROGRESS,
+          "the second creation went ahead of the first: %s %s", cohort_status_string(s2),
+          cohort_last_error());
+  }
+  while (s1 == COHORT_IN_PROGRESS || s2 == COHORT_IN_PROGRESS) {
+    if (s1 == COHORT_IN_PROGRESS) s1 = cohort_team_create_test(first);
+    if (s2 == COHORT_IN_PROGRESS) s2 = cohort_team_create_test(second);
+    usleep(100);
+  }
+  CHECK(s1 == COHORT_SUCCESS, "first: %s %s", cohort_status_string(s1), cohort_last_error());
+  CHECK(s2 == COHORT_SUCCESS, "second: %s %s", cohort_status_string(s2), cohort_last_error());
+  if (s1 == COHORT_SUCCESS && s2 == COHORT_SUCCESS) {
+    // Both work, each on its own communicator: interleaved collectives stay apart.
+    int64_t a = g_rank, b = 1000 + g_rank;
+    CHECK_STATUS(cohort_allreduce(first, &a, &a, 1, COHORT_INT64, COHORT_SUM), COHORT_SUCCESS);
+    CHECK_STATUS(cohort_allreduce(second, &b, &b, 1, COHORT_INT64, COHORT_MAX), COHORT_SUCCESS);
+    int64_t n = g_size;
+    CHECK(a == n * (n - 1) / 2, "first allreduce %lld", static_cast<long long>(a));
+    CHECK(b == 1000 + n - 1, "second allreduce %lld", static_cast<long long>(b));
+  }
+  cohort_team_destroy(first);
+  cohort_team_destroy(second);
+}
+
 void scenario_missing() {
   int skip = opt_int("skip", 0);
   double timeout = opt_double("timeout", 2.0);
@@ -891,6 +937,14 @@ void scenario_coll() {
   CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, static_cast<cohort_dtype_t>(42), COHORT_SUM),
                COHORT_ERR_INVALID_ARG);
   CHECK(contains(cohort_last_error(), "dtype=42"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, static_cast<cohort_dtype_t>(-7), COHORT_SUM),
+               COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "dtype=-7"), "message: %s", cohort_last_error());
+  CHECK_STATUS(
+      cohort_allreduce(team.get(), &x, &x, 1, COHORT_INT32, static_cast<cohort_op_t>(INT_MAX)),
+      COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "op=2147483647"), "message: %s", cohort_last_error());
+  CHECK(x == 0, "a rejected call wrote %d", x);
   CHECK_STATUS(cohort_broadcast(team.get(), &x, &x, 1, COHORT_INT32, g_size),
                COHORT_ERR_INVALID_ARG);
   if (g_rank == 0) printf("%ld collective calls checked, %ld wrong elements\n", cases, wrong);
@@ -1234,6 +1288,7 @@ int main(int argc, char **argv) {
       {"split", scenario_split},
       {"nonblocking", scenario_nonblocking},
       {"abort", scenario_abort},
+      {"two-posted", scenario_two_posted},
       {"missing", scenario_missing},
       {"inject", scenario_inject},
       {"split-missing", scenario_split_missing},
