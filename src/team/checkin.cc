@@ -88,7 +88,8 @@ void advance_checkin_attempt(MPI_Comm comm, int tag_base, uint64_t attempt) {
   if (next <= attempt) next = attempt + 1;
 }
 
-CheckIn::CheckIn(const Options &options) : options_(options), ticket_(options.comm) {
+CheckIn::CheckIn(const Options &options)
+    : options_(options), ticket_(std::make_unique<DupTicket>(options.comm)) {
   MPI_Comm_rank(options_.comm, &rank_);
   MPI_Comm_size(options_.comm, &size_);
   attempt_ = next_checkin_attempt(options_.comm, options_.tag_base);

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ namespace cohort {
 // that follows a successful check-in may be posted only at the head of the queue: a later
 // check-in that finishes first (an earlier one lingering after an abort, or a creation posted
 // earlier but progressed later) would otherwise post its dup first on some ranks only, and
-// the dups would pair up wrongly.  Leaving the queue (destruction) lets the next one go.
+// the dups would pair up wrongly.  The holder keeps its place until its dup has completed:
+// Open MPI cannot run two MPI_Comm_idup of one communicator at once (their context-id rounds
+// interleave differently on different ranks and hang; open-mpi/ompi#2025).  Leaving the
+// queue (destruction) lets the next one go.
 class DupTicket {
  public:
   explicit DupTicket(MPI_Comm comm);
@@ -89,7 +93,9 @@ class CheckIn {
   const std::vector<CheckInRecord> &records() const { return records_; }
   uint64_t attempt() const { return attempt_; }
   // Whether this check-in's MPI_Comm_idup may be posted now (see DupTicket).
-  bool dup_turn() const { return ticket_.first(); }
+  bool dup_turn() const { return ticket_ && ticket_->first(); }
+  // The place in the queue, for whoever posts and completes the dup.
+  std::unique_ptr<DupTicket> take_ticket() { return std::move(ticket_); }
 
  private:
   enum Kind : uint32_t { kArrive = 1, kConfirm = 2, kAbort = 3 };
@@ -118,7 +124,7 @@ class CheckIn {
   std::vector<char> arrived_, confirmed_;
   std::string abandoned_;  // why an earlier attempt this call joined ended
   ArrivalRecord me_;
-  DupTicket ticket_;
+  std::unique_ptr<DupTicket> ticket_;
 };
 
 constexpr int kCheckInTagWindow = 64;

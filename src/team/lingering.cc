@@ -64,6 +64,7 @@ bool Lingering::progress() {
     if (s == COHORT_IN_PROGRESS) return false;
     if (s != COHORT_SUCCESS) return true;  // the check-in failed everywhere: no dup follows
     if (!checkin_->dup_turn()) return given_up("its turn to post MPI_Comm_idup never came");
+    ticket_ = checkin_->take_ticket();
     checkin_.reset();
     MPI_Comm_idup(comm_, &dup_, &dup_request_);
   }

@@ -24,11 +24,14 @@ class Lingering {
             MPI_Request dup_request, int64_t deadline_ns);
   ~Lingering();
   bool progress();  // true when finished (or given up)
+  // Keeps this process's place in the communicator's dup queue until the dup completes.
+  void hold(std::unique_ptr<DupTicket> ticket) { ticket_ = std::move(ticket); }
 
  private:
   bool given_up(const char *what) const;
 
   std::unique_ptr<CheckIn> checkin_;
+  std::unique_ptr<DupTicket> ticket_;
   MPI_Comm comm_;
   bool owns_comm_;
   MPI_Comm dup_;

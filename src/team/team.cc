@@ -81,8 +81,10 @@ void TeamImpl::abandon_creation() {
                                        deadline_after(config_.init_timeout_s)));
     owns_user_comm_ = false;
   } else if (stage_ == Stage::kDup) {
-    linger(std::make_unique<Lingering>(nullptr, user_comm_, owns_user_comm_, dup_comm_,
-                                       dup_request_, dup_deadline_ns_));
+    auto work = std::make_unique<Lingering>(nullptr, user_comm_, owns_user_comm_, dup_comm_,
+                                            dup_request_, dup_deadline_ns_);
+    work->hold(std::move(dup_ticket_));
+    linger(std::move(work));
     owns_user_comm_ = false;
     dup_comm_ = MPI_COMM_NULL;
     dup_request_ = MPI_REQUEST_NULL;
@@ -99,6 +101,7 @@ void TeamImpl::release() {
   exchange_.request.reset();
   checkin_.reset();
   oob_.reset();
+  dup_ticket_.reset();
   if (!mpi_usable()) return;
   if (dup_request_ != MPI_REQUEST_NULL) {
     int done = 0;

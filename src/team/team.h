@@ -159,6 +159,7 @@ class TeamImpl {
   std::unique_ptr<Oob> oob_;          // private duplicate (MPI) or the caller's OOB
   MPI_Comm dup_comm_ = MPI_COMM_NULL;
   MPI_Request dup_request_ = MPI_REQUEST_NULL;
+  std::unique_ptr<DupTicket> dup_ticket_;  // held from posting the dup to its completion
   int64_t dup_deadline_ns_ = 0;
   Exchange exchange_;
 

@@ -144,6 +144,7 @@ Status TeamImpl::step_checkin() {
   if (!checkin_->dup_turn()) return wait_dup_turn();
   arrivals_.resize(size_);
   for (int r = 0; r < size_; ++r) arrivals_[r] = checkin_->records()[r].who;
+  dup_ticket_ = checkin_->take_ticket();
   checkin_.reset();
   int rc = MPI_Comm_idup(user_comm_, &dup_comm_, &dup_request_);
   if (rc != MPI_SUCCESS) {
@@ -164,9 +165,9 @@ Status TeamImpl::wait_dup_turn() {
   return finish_failed(
       failf(COHORT_ERR_TIMEOUT,
             "team creation timed out in phase check-in after %.2f s: every rank checked in, but a "
-            "team creation posted earlier on this communicator by this process is still in its "
-            "check-in, and its MPI_Comm_idup must come first. Progress (or abort) the earlier "
-            "creation too: cohort_team_create_test on each handle, in the order they were posted",
+            "team creation posted earlier on this communicator by this process has not finished "
+            "its check-in and MPI_Comm_idup, which must come first. Progress (or abort) the "
+            "earlier creation too: cohort_team_create_test on each handle",
             config_.init_timeout_s));
 }
 
@@ -210,6 +211,7 @@ Status TeamImpl::step_dup() {
         "a pending collective; creating communicators from it may hang: abort the job",
         config_.init_timeout_s));
   }
+  dup_ticket_.reset();  // the next creation on this communicator may post its dup
   MPI_Comm_set_errhandler(dup_comm_, MPI_ERRORS_RETURN);
   oob_ = std::make_unique<MpiOob>(dup_comm_);
   dup_comm_ = MPI_COMM_NULL;  // owned by oob_ now
