@@ -1,0 +1,179 @@
+#include "tl_ucx/channel.h"
+
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+namespace cohort::tl_ucx {
+namespace {
+
+constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
+
+// Send and receive completions are found by polling the request: no callbacks needed.
+void nop_send(void *, ucs_status_t, void *) {}
+void nop_recv(void *, ucs_status_t, const ucp_tag_recv_info_t *, void *) {}
+
+// Lets go of a request still in flight at destruction: a posted receive is cancelled, a send
+// is given until `deadline` to finish (its peer has matched it by then in every orderly
+// teardown; only the acknowledgement is outstanding).  Returns false if UCX may still use
+// the buffer: the caller then leaves the buffer to UCX rather than free memory it may touch.
+bool let_go(Worker &worker, void *request, bool cancel, int64_t deadline) {
+  if (request == nullptr) return true;
+  if (cancel) ucp_request_cancel(worker.handle(), request);
+  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
+    worker.progress();
+  }
+  bool done = ucp_request_check_status(request) != UCS_INPROGRESS;
+  ucp_request_free(request);
+  return done;
+}
+
+// Frees the buffers UCX is done with; the others are left (and counted) so nothing is freed
+// under a transfer.
+template <typename Slot>
+void let_go_all(Worker &worker, std::vector<Slot> &slots, bool cancel, ucp_tag_t tag) {
+  int64_t deadline = deadline_after(1.0);
+  int left = 0;
+  for (Slot &slot : slots) {
+    if (let_go(worker, slot.request, cancel, deadline)) continue;
+    (void)slot.data.release();
+    ++left;
+  }
+  if (left > 0) {
+    COHORT_LOG_WARN(COLL,
+                    "UCX: %d %s (tag %#llx) still in flight at teardown after 1 s: their buffers "
+                    "(%zu bytes each) are left to UCX",
+                    left, cancel ? "receives" : "sends", static_cast<unsigned long long>(tag),
+                    kSlotBytes);
+  }
+}
+
+}  // namespace
+
+SendChannel::SendChannel(Worker &worker, ucp_ep_h ep, ucp_tag_t tag, int slots)
+    : worker_(worker), ep_(ep), tag_(tag), slots_(slots) {}
+
+SendChannel::~SendChannel() { let_go_all(worker_, slots_, false, tag_); }
+
+bool SendChannel::slot_free(Slot &slot) {
+  if (slot.request == nullptr) return true;
+  ucs_status_t st = ucp_request_check_status(slot.request);
+  if (st == UCS_INPROGRESS) return false;
+  if (st != UCS_OK) {
+    COHORT_LOG_WARN(COLL, "UCX send (tag %#llx) failed: %s", static_cast<unsigned long long>(tag_),
+                    ucs_status_string(st));
+  }
+  ucp_request_free(slot.request);
+  slot.request = nullptr;
+  return true;
+}
+
+void *SendChannel::reserve(size_t *bytes) {
+  Slot &slot = slots_[next_];
+  if (!slot_free(slot)) {
+    worker_.progress();
+    if (!slot_free(slot)) {
+      *bytes = 0;
+      return nullptr;
+    }
+  }
+  if (!slot.data) slot.data.reset(new char[kSlotBytes]);
+  *bytes = kSlotBytes;
+  return slot.data.get();
+}
+
+void SendChannel::commit(size_t bytes) {
+  if (bytes == 0) return;
+  Slot &slot = slots_[next_];
+  next_ = (next_ + 1) % slots_.size();
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  param.cb.send = nop_send;
+  void *request = ucp_tag_send_nbx(ep_, slot.data.get(), bytes, tag_, &param);
+  if (UCS_PTR_IS_ERR(request)) {
+    COHORT_LOG_WARN(COLL, "UCX send (tag %#llx) failed: %s", static_cast<unsigned long long>(tag_),
+                    ucs_status_string(UCS_PTR_STATUS(request)));
+    return;
+  }
+  slot.request = request;  // null: done already (the data was copied out)
+}
+
+int SendChannel::in_flight() const {
+  int n = 0;
+  for (const Slot &slot : slots_) {
+    n += slot.request != nullptr && ucp_request_check_status(slot.request) == UCS_INPROGRESS;
+  }
+  return n;
+}
+
+RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, int posted)
+    : worker_(worker), tag_(tag), slots_(posted) {}
+
+RecvChannel::~RecvChannel() { let_go_all(worker_, slots_, true, tag_); }
+
+void RecvChannel::post(Slot &slot) {
+  if (!slot.data) slot.data.reset(new char[kSlotBytes]);
+  // Always a request (no immediate completion): its test gives the length in every protocol.
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = nop_recv;
+  void *request =
+      ucp_tag_recv_nbx(worker_.handle(), slot.data.get(), kSlotBytes, tag_, kFullMask, &param);
+  slot.consumed = 0;
+  slot.length = 0;
+  if (UCS_PTR_IS_ERR(request)) {
+    COHORT_LOG_WARN(COLL, "UCX receive (tag %#llx) failed: %s",
+                    static_cast<unsigned long long>(tag_),
+                    ucs_status_string(UCS_PTR_STATUS(request)));
+    slot.posted = false;
+    slot.request = nullptr;
+    return;
+  }
+  slot.posted = true;
+  slot.request = request;
+}
+
+// True once the slot's message is in (its length known).
+bool RecvChannel::complete(Slot &slot) {
+  if (!slot.posted) return false;
+  if (slot.request == nullptr) return true;
+  ucp_tag_recv_info_t info = {};
+  ucs_status_t st = ucp_tag_recv_request_test(slot.request, &info);
+  if (st == UCS_INPROGRESS) return false;
+  if (st != UCS_OK) {
+    COHORT_LOG_WARN(COLL, "UCX receive (tag %#llx) failed: %s",
+                    static_cast<unsigned long long>(tag_), ucs_status_string(st));
+    info.length = 0;
+  }
+  ucp_request_free(slot.request);
+  slot.request = nullptr;
+  slot.length = info.length;
+  return true;
+}
+
+const void *RecvChannel::peek(size_t *bytes) {
+  *bytes = 0;
+  // Receives are posted at first use, then re-posted as each slot is drained.
+  for (Slot &slot : slots_) {
+    if (!slot.posted) post(slot);
+  }
+  Slot &slot = slots_[head_];
+  if (!complete(slot)) {
+    worker_.progress();
+    if (!complete(slot)) return nullptr;
+  }
+  *bytes = slot.length - slot.consumed;
+  return slot.data.get() + slot.consumed;
+}
+
+void RecvChannel::consume(size_t bytes) {
+  Slot &slot = slots_[head_];
+  slot.consumed += bytes;
+  if (slot.consumed < slot.length) return;
+  slot.posted = false;
+  post(slot);  // back at the end of the ring: receives match in posting order
+  head_ = (head_ + 1) % slots_.size();
+}
+
+}  // namespace cohort::tl_ucx

@@ -1,0 +1,72 @@
+// Byte channels between hosts over UCX tag messages, for the host executor (tl_host/channel.h).
+// Each commit is one message; a team's sender rank and id in the tag keep streams apart, and
+// UCX matches messages of one sender and tag in order, so the byte stream stays in order.
+//
+// The sender writes into one of a few staging slots and keeps it until UCX is done with it;
+// the receiver keeps a few receives posted (slot-sized, so a message always fits) and lends
+// the bytes of the oldest completed one.  Neither side blocks: when nothing is free or has
+// arrived they progress the worker and lend nothing.  Callers hold the worker's mutex.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "tl_host/channel.h"
+#include "tl_ucx/worker.h"
+
+namespace cohort::tl_ucx {
+
+// The largest message: every receive is posted this large.
+constexpr size_t kSlotBytes = 64 * 1024;
+
+class SendChannel : public tl_host::SendChannel {
+ public:
+  SendChannel(Worker &worker, ucp_ep_h ep, ucp_tag_t tag, int slots = 8);
+  ~SendChannel() override;
+  void *reserve(size_t *bytes) override;
+  void commit(size_t bytes) override;
+  // Sends still in flight (for tests and for waiting at destruction).
+  int in_flight() const;
+
+ private:
+  struct Slot {
+    std::unique_ptr<char[]> data;
+    void *request = nullptr;  // UCX's, while the send is in flight
+  };
+  bool slot_free(Slot &slot);
+
+  Worker &worker_;
+  ucp_ep_h ep_;
+  ucp_tag_t tag_;
+  std::vector<Slot> slots_;
+  size_t next_ = 0;  // the slot reserve() lends
+};
+
+class RecvChannel : public tl_host::RecvChannel {
+ public:
+  RecvChannel(Worker &worker, ucp_tag_t tag, int posted = 4);
+  ~RecvChannel() override;
+  const void *peek(size_t *bytes) override;
+  void consume(size_t bytes) override;
+
+ private:
+  struct Slot {
+    std::unique_ptr<char[]> data;
+    void *request = nullptr;  // UCX's, while posted and not yet complete
+    size_t length = 0;        // bytes received, once complete
+    size_t consumed = 0;
+    bool posted = false;
+  };
+  void post(Slot &slot);
+  bool complete(Slot &slot);
+
+  Worker &worker_;
+  ucp_tag_t tag_;
+  std::vector<Slot> slots_;  // posted in ring order: matched in that order
+  size_t head_ = 0;          // the oldest posted slot
+};
+
+}  // namespace cohort::tl_ucx

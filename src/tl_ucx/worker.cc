@@ -1,0 +1,142 @@
+#include "tl_ucx/worker.h"
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+namespace cohort::tl_ucx {
+namespace {
+
+std::mutex g_instance_mutex;
+std::weak_ptr<Worker> g_instance;
+
+Status ucx_failure(const char *call, ucs_status_t status) {
+  return failf(COHORT_ERR_SYSTEM, "UCX %s failed: %s", call, ucs_status_string(status));
+}
+
+// A peer's worker became unreachable: the collectives waiting on it time out naming the rank;
+// this says why.
+void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
+  const auto *who = static_cast<const std::string *>(arg);
+  COHORT_LOG_WARN(COLL, "UCX connection to %s failed: %s", who->c_str(), ucs_status_string(status));
+}
+
+// Waits (bounded) for a close request, progressing the worker.
+void wait_closed(ucp_worker_h worker, void *request) {
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) return;
+  int64_t deadline = deadline_after(1.0);
+  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
+    ucp_worker_progress(worker);
+  }
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+Status Worker::acquire(std::shared_ptr<Worker> *out) {
+  std::lock_guard<std::mutex> lock(g_instance_mutex);
+  if (std::shared_ptr<Worker> live = g_instance.lock()) {
+    *out = std::move(live);
+    return COHORT_SUCCESS;
+  }
+  std::shared_ptr<Worker> fresh;
+  Status s = create(&fresh);
+  if (is_error(s)) return s;
+  g_instance = fresh;
+  *out = std::move(fresh);
+  return COHORT_SUCCESS;
+}
+
+Status Worker::create(std::shared_ptr<Worker> *out) {
+  std::shared_ptr<Worker> fresh(new Worker());
+  Status s = fresh->init();
+  if (is_error(s)) return s;
+  *out = std::move(fresh);
+  return COHORT_SUCCESS;
+}
+
+Status Worker::init() {
+  ucp_config_t *config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return ucx_failure("ucp_config_read", st);
+  ucp_params_t params = {};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_TAG;
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return ucx_failure("ucp_init", st);
+  ucp_worker_params_t worker_params = {};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  st = ucp_worker_create(context_, &worker_params, &worker_);
+  if (st != UCS_OK) return ucx_failure("ucp_worker_create", st);
+  // Peers on other hosts can only use network transports: a network-only address is smaller.
+  ucp_worker_attr_t attr = {};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
+  attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
+  st = ucp_worker_query(worker_, &attr);
+  if (st != UCS_OK) return ucx_failure("ucp_worker_query", st);
+  address_.assign(reinterpret_cast<const char *>(attr.address), attr.address_length);
+  ucp_worker_release_address(worker_, attr.address);
+  COHORT_LOG_INFO(COLL, "UCX worker up: address of %zu bytes", address_.size());
+  return COHORT_SUCCESS;
+}
+
+Worker::~Worker() {
+  if (worker_ != nullptr) {
+    for (auto &[address, ep] : endpoints_) {
+      ucp_request_param_t param = {};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      wait_closed(worker_, ucp_ep_close_nbx(ep, &param));
+    }
+    ucp_worker_destroy(worker_);
+  }
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+Status Worker::endpoint(const std::string &address, const std::string &who, ucp_ep_h *out) {
+  if (auto it = endpoints_.find(address); it != endpoints_.end()) {
+    *out = it->second;
+    return COHORT_SUCCESS;
+  }
+  // The error callback's argument lives as long as the worker: one name per address.
+  auto *name = new std::string(who);
+  names_.emplace_back(name);
+  ucp_ep_params_t params = {};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t *>(address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  params.err_handler.cb = on_endpoint_error;
+  params.err_handler.arg = name;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+  if (st != UCS_OK) {
+    return failf(COHORT_ERR_SYSTEM, "UCX ucp_ep_create to %s failed: %s", who.c_str(),
+                 ucs_status_string(st));
+  }
+  endpoints_.emplace(address, ep);
+  *out = ep;
+  return COHORT_SUCCESS;
+}
+
+uint64_t Worker::propose_team_id() {
+  std::lock_guard<std::mutex> lock(ids_mutex_);
+  return next_team_id_++;
+}
+
+bool Worker::claim_team_id(uint64_t id) {
+  std::lock_guard<std::mutex> lock(ids_mutex_);
+  if (!live_team_ids_.insert(id).second) return false;
+  next_team_id_ = std::max(next_team_id_, id + 1);
+  return true;
+}
+
+void Worker::release_team_id(uint64_t id) {
+  std::lock_guard<std::mutex> lock(ids_mutex_);
+  live_team_ids_.erase(id);
+}
+
+}  // namespace cohort::tl_ucx

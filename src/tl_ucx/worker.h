@@ -1,0 +1,72 @@
+// UCX between hosts: one ucp worker per process, shared by every team that spans hosts.  It
+// is created by the first such team and destroyed with the last.  Its address travels in the
+// connect phase's exchange; endpoints to peers' workers are made once and reused by teams.
+//
+// Tags: a team's messages carry its id (agreed in the connect phase) and the sender's team
+// rank, so teams and senders never take each other's messages on the shared worker.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace cohort::tl_ucx {
+
+constexpr int kTagRankBits = 24;  // up to 16M ranks per team
+constexpr uint64_t kTagRankMask = (uint64_t{1} << kTagRankBits) - 1;
+constexpr uint64_t kMaxTeamTagId = (uint64_t{1} << (64 - kTagRankBits)) - 1;
+
+inline ucp_tag_t make_tag(uint64_t team_id, int sender_rank) {
+  return (team_id << kTagRankBits) | (static_cast<uint64_t>(sender_rank) & kTagRankMask);
+}
+
+class Worker {
+ public:
+  // The process's worker, made on first use.
+  static Status acquire(std::shared_ptr<Worker> *out);
+  // A worker of its own (tests connect two in one process).
+  static Status create(std::shared_ptr<Worker> *out);
+  ~Worker();
+  Worker(const Worker &) = delete;
+  Worker &operator=(const Worker &) = delete;
+
+  const std::string &address() const { return address_; }
+  // The endpoint to the worker at `address` (made on first use); `who` names it in errors.
+  Status endpoint(const std::string &address, const std::string &who, ucp_ep_h *out);
+  void progress() { ucp_worker_progress(worker_); }
+  ucp_worker_h handle() const { return worker_; }
+  // Serialises every use of the worker (it is created in serialized thread mode).
+  std::mutex &mutex() { return mutex_; }
+
+  // Team ids: propose() returns this process's next unused id (and moves past it, so two
+  // creations in flight propose different ones); the team takes the maximum of its ranks'
+  // proposals.  claim() marks that id live here (false: a concurrent creation on this
+  // process took it already) and moves later proposals past it; release() frees it.
+  uint64_t propose_team_id();
+  bool claim_team_id(uint64_t id);
+  void release_team_id(uint64_t id);
+
+ private:
+  Worker() = default;
+  Status init();
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::string address_;
+  std::map<std::string, ucp_ep_h> endpoints_;
+  std::vector<std::unique_ptr<std::string>> names_;  // endpoint error callbacks' arguments
+  std::mutex mutex_;
+  std::mutex ids_mutex_;
+  uint64_t next_team_id_ = 1;
+  std::set<uint64_t> live_team_ids_;
+};
+
+}  // namespace cohort::tl_ucx

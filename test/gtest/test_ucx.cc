@@ -1,0 +1,183 @@
+// UCX channels between two workers of this process: byte streams arrive whole and in order
+// through the staging slots and posted receives, and tags keep teams and senders apart.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "tl_ucx/channel.h"
+#include "tl_ucx/worker.h"
+
+namespace cohort::tl_ucx {
+namespace {
+
+struct Pair {
+  std::shared_ptr<Worker> a, b;
+  ucp_ep_h a_to_b = nullptr;
+};
+
+// Two workers with an endpoint from a to b; skips where UCX has no network transport.
+void connect_pair(Pair *pair) {
+  ASSERT_EQ(Worker::create(&pair->a), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::create(&pair->b), COHORT_SUCCESS) << last_error();
+  if (pair->b->address().empty()) GTEST_SKIP() << "UCX offers no network transport here";
+  ASSERT_EQ(pair->a->endpoint(pair->b->address(), "worker b", &pair->a_to_b), COHORT_SUCCESS)
+      << last_error();
+}
+
+// Streams `words` 64-bit counters (starting at `first`) from `to` to `from` in random chunks,
+// driving both ends from this thread; returns the index of the first wrong word or ~0.
+uint64_t stream(Worker &sender, SendChannel &to, RecvChannel &from, uint64_t words, uint64_t first,
+                unsigned seed) {
+  std::mt19937 random(seed);
+  uint64_t sent = 0, received = 0;
+  int64_t deadline = deadline_after(20);
+  while (received < words && now_ns() < deadline) {
+    size_t lent = 0;
+    if (sent < words) {
+      auto *space = static_cast<uint64_t *>(to.reserve(&lent));
+      uint64_t n = std::min<uint64_t>({lent / 8, words - sent, random() % 9000 + 1});
+      for (uint64_t i = 0; i < n; ++i) space[i] = first + sent + i;
+      if (n > 0) to.commit(n * 8);
+      sent += n;
+    }
+    sender.progress();
+    size_t arrived = 0;
+    auto *data = static_cast<const uint64_t *>(from.peek(&arrived));
+    uint64_t n = std::min<uint64_t>(arrived / 8, random() % 12000 + 1);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (data[i] != first + received + i) return received + i;
+    }
+    if (n > 0) from.consume(n * 8);
+    received += n;
+  }
+  return received == words ? ~0ull : received;
+}
+
+TEST(UcxChannel, StreamsEightMiBInOrderInRandomChunks) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  ucp_tag_t tag = make_tag(7, 3);
+  SendChannel to(*pair.a, pair.a_to_b, tag);
+  RecvChannel from(*pair.b, tag);
+  EXPECT_EQ(stream(*pair.a, to, from, (8u << 20) / 8, 1000, 1), ~0ull);
+}
+
+TEST(UcxChannel, TagsKeepTeamsAndSendersApart) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  // Three streams on one endpoint: team 1 from rank 0 and rank 1, team 2 from rank 0.
+  ucp_tag_t tags[3] = {make_tag(1, 0), make_tag(1, 1), make_tag(2, 0)};
+  std::vector<std::unique_ptr<SendChannel>> to;
+  std::vector<std::unique_ptr<RecvChannel>> from;
+  for (ucp_tag_t tag : tags) {
+    to.push_back(std::make_unique<SendChannel>(*pair.a, pair.a_to_b, tag));
+    from.push_back(std::make_unique<RecvChannel>(*pair.b, tag));
+  }
+  // Everything is sent before anything is read, so all three interleave on the wire.
+  constexpr uint64_t kWords = 3000;
+  for (int k = 0; k < 3; ++k) {
+    uint64_t sent = 0;
+    int64_t deadline = deadline_after(30);
+    while (sent < kWords && now_ns() < deadline) {
+      size_t lent = 0;
+      auto *space = static_cast<uint64_t *>(to[k]->reserve(&lent));
+      uint64_t n = std::min<uint64_t>({lent / 8, kWords - sent, 100});
+      for (uint64_t i = 0; i < n; ++i) space[i] = (static_cast<uint64_t>(k) << 32) + sent + i;
+      if (n > 0) to[k]->commit(n * 8);
+      sent += n;
+      pair.b->progress();
+    }
+    ASSERT_EQ(sent, kWords);
+  }
+  for (int k = 2; k >= 0; --k) {  // read in the other order
+    uint64_t received = 0;
+    int64_t deadline = deadline_after(30);
+    while (received < kWords && now_ns() < deadline) {
+      pair.a->progress();
+      size_t arrived = 0;
+      auto *data = static_cast<const uint64_t *>(from[k]->peek(&arrived));
+      for (size_t i = 0; i < arrived / 8; ++i) {
+        ASSERT_EQ(data[i], (static_cast<uint64_t>(k) << 32) + received + i) << "stream " << k;
+      }
+      from[k]->consume(arrived / 8 * 8);
+      received += arrived / 8;
+    }
+    EXPECT_EQ(received, kWords) << "stream " << k;
+  }
+}
+
+TEST(UcxChannel, SenderLendsNothingWhileEverySlotIsInFlightThenResumes) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  // Slots are freed only as UCX finishes with them; with a receiver that does not read yet,
+  // a large message stays in flight (rendezvous), so the sender must stop lending.
+  ucp_tag_t tag = make_tag(9, 0);
+  SendChannel to(*pair.a, pair.a_to_b, tag, 2);
+  int lent_slots = 0;
+  for (int i = 0; i < 50; ++i) {
+    size_t lent = 0;
+    void *space = to.reserve(&lent);
+    if (lent == 0) break;
+    std::memset(space, i + 1, lent);
+    to.commit(lent);
+    ++lent_slots;
+  }
+  EXPECT_GE(lent_slots, 2);
+  EXPECT_LT(lent_slots, 50) << "a sender that never blocks would buffer without bound";
+  // Once the receiver reads, every message arrives whole and the sender lends again.
+  RecvChannel from(*pair.b, tag);
+  int64_t deadline = deadline_after(20);
+  int i = 0;
+  while (i < lent_slots && now_ns() < deadline) {
+    pair.a->progress();
+    size_t arrived = 0;
+    auto *data = static_cast<const unsigned char *>(from.peek(&arrived));
+    if (arrived == 0) continue;
+    ASSERT_EQ(arrived, kSlotBytes) << "message " << i;
+    ASSERT_EQ(data[0], i + 1) << "message " << i;
+    ASSERT_EQ(data[kSlotBytes - 1], i + 1) << "message " << i;
+    from.consume(arrived);
+    ++i;
+  }
+  EXPECT_EQ(i, lent_slots) << "messages that arrived";
+  while (to.in_flight() > 0 && now_ns() < deadline) {
+    pair.a->progress();
+    pair.b->progress();
+  }
+  EXPECT_EQ(to.in_flight(), 0);
+  size_t lent = 0;
+  EXPECT_NE(to.reserve(&lent), nullptr);
+  EXPECT_EQ(lent, kSlotBytes);
+}
+
+TEST(UcxWorker, TeamIdsProposedOnceClaimedOnceAndProposalsMovePastClaims) {
+  std::shared_ptr<Worker> worker;
+  ASSERT_EQ(Worker::create(&worker), COHORT_SUCCESS) << last_error();
+  uint64_t a = worker->propose_team_id(), b = worker->propose_team_id();
+  EXPECT_NE(a, b) << "two creations in flight propose different ids";
+  EXPECT_TRUE(worker->claim_team_id(40));
+  EXPECT_FALSE(worker->claim_team_id(40)) << "an id is live once per process";
+  EXPECT_GT(worker->propose_team_id(), 40u);
+  worker->release_team_id(40);
+  EXPECT_TRUE(worker->claim_team_id(40));
+}
+
+TEST(UcxWorker, TheProcessWorkerIsSharedWhileInUse) {
+  std::shared_ptr<Worker> one, two;
+  ASSERT_EQ(Worker::acquire(&one), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::acquire(&two), COHORT_SUCCESS) << last_error();
+  EXPECT_EQ(one.get(), two.get());
+  EXPECT_EQ(make_tag(5, 3) >> kTagRankBits, 5u);
+  EXPECT_EQ(make_tag(5, 3) & kTagRankMask, 3u);
+}
+
+}  // namespace
+}  // namespace cohort::tl_ucx
