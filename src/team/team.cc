@@ -98,6 +98,7 @@ void TeamImpl::abandon_creation() {
 // the request's destructor; an MPI_Comm_idup cannot be cancelled, so one still pending is
 // left to finish on its own (it only is if a rank vanished after confirming check-in).
 void TeamImpl::release() {
+  release_ucx();
   exchange_.request.reset();
   checkin_.reset();
   oob_.reset();

@@ -22,6 +22,7 @@
 #include "topo/plan.h"
 #include "coll/schedule.h"
 #include "tl_host/host_channels.h"
+#include "tl_ucx/channel.h"
 #include "topo/topo.h"
 
 namespace cohort {
@@ -107,6 +108,12 @@ class TeamImpl {
   Status step_graphs();
   Status step_align();
   Status step_connect();  // team_connect.cc
+  Status post_connect();
+  void attach_host_channels(const std::vector<int> &local_ranks);
+  Status connect_ucx();
+  // Waits until every UCX send of this rank has completed (a collective's last step).
+  Status drain_ucx_sends(const char *what);
+  void release_ucx();
   bool is_host_leader(int rank) const { return layout_.local_rank[rank] == 0; }
   Status check_collective(coll::Collective collective, const void *src, void *dst, size_t count,
                           cohort_dtype_t dtype, cohort_op_t op, int root) const;
@@ -177,10 +184,15 @@ class TeamImpl {
   topo::Plan plan_;
   // Channels to the other ranks of this host (connect phase); its failure is reported at ready.
   std::unique_ptr<tl_host::HostChannels> host_channels_;
-  std::vector<tl_host::PeerChannels> peer_channels_;  // by team rank
+  // Channels to ranks on other hosts (UCX), for teams that span hosts.  The worker is
+  // declared first so that the channels go before it.
+  std::shared_ptr<tl_ucx::Worker> ucx_worker_;
+  std::vector<std::unique_ptr<tl_ucx::SendChannel>> ucx_to_;    // by team rank
+  std::vector<std::unique_ptr<tl_ucx::RecvChannel>> ucx_from_;  // by team rank
+  std::vector<tl_host::PeerChannels> peer_channels_;            // by team rank
   Status connect_status_ = COHORT_SUCCESS;
   std::string connect_error_;
-  std::vector<char> scratch_;  // collectives' scratch, grown as needed
+  std::vector<char> scratch_;    // collectives' scratch, grown as needed
   double coll_timeout_s_ = 600;  // COHORT_COLL_TIMEOUT, read once in the connect phase
   unsigned spins_ = 0;  // polls before yielding in collectives: only with a core per local rank
   int64_t phase_start_ns_ = 0;

@@ -70,12 +70,6 @@ Status TeamImpl::check_collective(coll::Collective collective, const void *src, 
                    name, k == 0 ? "sendbuf" : "recvbuf");
     }
   }
-  if (layout_.node_count > 1) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "%s on host memory across hosts needs the UCX transport, which this Cohort "
-                 "does not have yet (team '%s' spans %d hosts)",
-                 name, config_.name.c_str(), layout_.node_count);
-  }
   return COHORT_SUCCESS;
 }
 
@@ -128,10 +122,19 @@ Status TeamImpl::run_schedule(const coll::Algorithm &algorithm, const void *src,
   Status s;
   tl_host::HostBuffers buffers{src, dst, scratch_.data()};
   tl_host::Execution execution(algorithm, buffers, dtype, peer_channels_);
+  // UCX's worker is serialized: one thread at a time, for the whole collective.
+  std::unique_lock<std::mutex> ucx_lock;
+  if (ucx_worker_) ucx_lock = std::unique_lock<std::mutex>(ucx_worker_->mutex());
   Backoff backoff(spins_);
   int64_t last_progress = now_ns();
   for (;;) {
+    // UCX moves bytes only inside progress: a rendezvous send already handed over waits on
+    // this rank's worker even while the schedule waits on a peer of this host.
+    if (ucx_worker_) ucx_worker_->progress();
     s = execution.progress();
+    if (s == COHORT_SUCCESS && ucx_worker_) {
+      return drain_ucx_sends(coll::collective_name(algorithm.args().collective));
+    }
     if (s != COHORT_IN_PROGRESS) return s;
     if (execution.moved()) {
       backoff.reset();

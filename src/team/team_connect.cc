@@ -1,39 +1,82 @@
 // Team creation, connect phase: each host's leader creates the shared-memory mailboxes of its
 // ranks and sends the segment's name in the phase record; the others attach after the
-// exchange.  An attach that fails is this rank's status in the ready phase, so every rank
-// still ends alike; the leader unlinks the name once ready succeeded.
+// exchange.  In a team that spans hosts every rank also sends its UCX worker's address and
+// the id its process gave the team for tags, and after the exchange makes a UCX channel to
+// and from each rank on another host.  An attach or endpoint that fails is this rank's status
+// in the ready phase, so every rank still ends alike; the leader unlinks the name once ready
+// succeeded.
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "team/rank_list.h"
 #include "team/team.h"
+#include "tl_ucx/channel.h"
 
 namespace cohort {
+namespace {
+
+// A worker address larger than this does not fit the record: every rank sends it to every
+// rank, so it is capped; a network-only address is far smaller on common fabrics.
+constexpr size_t kMaxUcxAddress = 2048;
+
+struct UcxRecord {
+  uint64_t team_id;  // the sender's process tags its receives for this team with it
+  uint32_t address_len;
+  uint32_t reserved;
+  char address[kMaxUcxAddress];
+};
+
+struct ConnectRecord {
+  tl_host::SegmentInfo segment;
+  UcxRecord ucx;  // only sent when the team spans hosts
+};
+
+}  // namespace
+
+Status TeamImpl::post_connect() {
+  ConnectRecord record;
+  std::memset(&record, 0, sizeof(record));
+  const bool spans_hosts = layout_.node_count > 1;
+  Status s = local_phase_status(Phase::kConnect);
+  if (!is_error(s) && is_host_leader(rank_) && layout_.local_size[rank_] > 1) {
+    int64_t capacity = 0;
+    s = param_int("SHM_MAILBOX_BYTES", &capacity);
+    if (!is_error(s)) {
+      s = tl_host::HostChannels::create(peers_[rank_].host_id, layout_.local_size[rank_],
+                                        static_cast<size_t>(capacity), &record.segment,
+                                        &host_channels_);
+    }
+  }
+  if (!is_error(s) && spans_hosts) {
+    s = tl_ucx::Worker::acquire(&ucx_worker_);
+    if (!is_error(s) && ucx_worker_->address().size() > kMaxUcxAddress) {
+      s = failf(COHORT_ERR_NOT_SUPPORTED,
+                "the UCX worker address is %zu bytes, more than the %zu a team's connect phase "
+                "carries: restrict UCX to the devices between hosts (UCX_NET_DEVICES)",
+                ucx_worker_->address().size(), kMaxUcxAddress);
+    }
+    if (!is_error(s)) {
+      record.ucx.team_id = ucx_worker_->new_team_id();
+      record.ucx.address_len = static_cast<uint32_t>(ucx_worker_->address().size());
+      std::memcpy(record.ucx.address, ucx_worker_->address().data(), record.ucx.address_len);
+    }
+  }
+  return post_exchange(*oob_, Phase::kConnect, "connect", phase_channel(Phase::kConnect), s,
+                       &record, spans_hosts ? sizeof(record) : sizeof(record.segment));
+}
 
 Status TeamImpl::step_connect() {
-  const int local_size = layout_.local_size[rank_];
-  if (!exchange_.request) {
-    tl_host::SegmentInfo info;
-    std::memset(&info, 0, sizeof(info));
-    Status s = local_phase_status(Phase::kConnect);
-    if (!is_error(s) && is_host_leader(rank_) && local_size > 1) {
-      int64_t capacity = 0;
-      s = param_int("SHM_MAILBOX_BYTES", &capacity);
-      if (!is_error(s)) {
-        s = tl_host::HostChannels::create(peers_[rank_].host_id, local_size,
-                                          static_cast<size_t>(capacity), &info, &host_channels_);
-      }
-    }
-    return post_exchange(*oob_, Phase::kConnect, "connect", phase_channel(Phase::kConnect), s,
-                         &info, sizeof(info));
-  }
+  if (!exchange_.request) return post_connect();
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
   if (is_error(param_double("COLL_TIMEOUT", &coll_timeout_s_))) coll_timeout_s_ = 600;
+  const int local_size = layout_.local_size[rank_];
   // A message from a peer of this host takes well under a microsecond: poll that long before
   // yielding, unless ranks share cores (then spinning only delays the peer that must run).
   cpu_set_t cpus;
@@ -44,7 +87,19 @@ Status TeamImpl::step_connect() {
   for (int r = 0; r < size_; ++r) {
     if (layout_.node_of_rank[r] == layout_.node_of_rank[rank_]) local_ranks.push_back(r);
   }
-  if (local_size > 1 && !is_host_leader(rank_)) {
+  attach_host_channels(local_ranks);
+  if (layout_.node_count > 1 && !is_error(connect_status_)) {
+    connect_status_ = connect_ucx();
+    if (is_error(connect_status_)) connect_error_ = last_error();
+  }
+  exchange_.request.reset();
+  end_phase(Phase::kConnect);
+  stage_ = Stage::kReady;
+  return COHORT_IN_PROGRESS;
+}
+
+void TeamImpl::attach_host_channels(const std::vector<int> &local_ranks) {
+  if (layout_.local_size[rank_] > 1 && !is_host_leader(rank_)) {
     tl_host::SegmentInfo info;
     std::memcpy(&info, payload_of(local_ranks[0]), sizeof(info));
     connect_status_ = tl_host::HostChannels::attach(info, &host_channels_);
@@ -55,10 +110,69 @@ Status TeamImpl::step_connect() {
   } else {
     peer_channels_.assign(size_, tl_host::PeerChannels{});
   }
-  exchange_.request.reset();
-  end_phase(Phase::kConnect);
-  stage_ = Stage::kReady;
-  return COHORT_IN_PROGRESS;
+}
+
+// An endpoint and a pair of channels per rank on another host.  Receives are posted, and
+// staging memory taken, only when a collective first uses a channel.
+Status TeamImpl::connect_ucx() {
+  std::lock_guard<std::mutex> lock(ucx_worker_->mutex());
+  const UcxRecord &mine = reinterpret_cast<const ConnectRecord *>(payload_of(rank_))->ucx;
+  ucx_to_.resize(size_);
+  ucx_from_.resize(size_);
+  for (int r = 0; r < size_; ++r) {
+    if (layout_.node_of_rank[r] == layout_.node_of_rank[rank_]) continue;
+    const UcxRecord &theirs = reinterpret_cast<const ConnectRecord *>(payload_of(r))->ucx;
+    if (theirs.address_len == 0 || theirs.address_len > kMaxUcxAddress) {
+      return failf(COHORT_ERR_INTERNAL, "%s sent a UCX address of %u bytes", describe(r).c_str(),
+                   theirs.address_len);
+    }
+    ucp_ep_h ep = nullptr;
+    Status s =
+        ucx_worker_->endpoint(std::string(theirs.address, theirs.address_len), describe(r), &ep);
+    if (is_error(s)) return s;
+    ucx_to_[r] = std::make_unique<tl_ucx::SendChannel>(*ucx_worker_, ep,
+                                                       tl_ucx::make_tag(theirs.team_id, rank_));
+    ucx_from_[r] =
+        std::make_unique<tl_ucx::RecvChannel>(*ucx_worker_, tl_ucx::make_tag(mine.team_id, r));
+    peer_channels_[r] = tl_host::PeerChannels{ucx_to_[r].get(), ucx_from_[r].get()};
+  }
+  COHORT_LOG_INFO(COLL, "%s: UCX channels to %d ranks on %d other hosts", config_.name.c_str(),
+                  size_ - layout_.local_size[rank_], layout_.node_count - 1);
+  return COHORT_SUCCESS;
+}
+
+// A collective's sends must be complete before it returns: a rendezvous send needs this
+// rank's worker to answer the receiver, and this rank may not call Cohort again for long.
+Status TeamImpl::drain_ucx_sends(const char *what) {
+  const int64_t deadline = deadline_after(coll_timeout_s_);
+  Backoff backoff(spins_);
+  for (;;) {
+    std::vector<int> busy;
+    for (int r = 0; r < size_; ++r) {
+      if (ucx_to_[r] && ucx_to_[r]->in_flight() > 0) busy.push_back(r);
+    }
+    if (busy.empty()) return COHORT_SUCCESS;
+    if (now_ns() > deadline) {
+      return failf(COHORT_ERR_TIMEOUT,
+                   "%s on team '%s': sends to rank(s) %s (%s) did not complete within %.3g s "
+                   "after the last step",
+                   what, config_.name.c_str(), format_rank_list(busy).c_str(),
+                   describe(busy[0]).c_str(), coll_timeout_s_);
+    }
+    ucx_worker_->progress();
+    backoff.pause();
+  }
+}
+
+void TeamImpl::release_ucx() {
+  if (!ucx_worker_) return;
+  {
+    std::lock_guard<std::mutex> lock(ucx_worker_->mutex());
+    peer_channels_.clear();
+    ucx_to_.clear();
+    ucx_from_.clear();
+  }
+  ucx_worker_.reset();  // the last team that spans hosts takes the worker down
 }
 
 }  // namespace cohort

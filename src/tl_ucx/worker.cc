@@ -19,7 +19,7 @@ Status ucx_failure(const char *call, ucs_status_t status) {
 // this says why.
 void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
   const auto *who = static_cast<const std::string *>(arg);
-  COHORT_LOG_WARN(COLL, "UCX connection to %s failed: %s", who->c_str(), ucs_status_string(status));
+  COHORT_LOG_INFO(COLL, "UCX connection to %s failed: %s", who->c_str(), ucs_status_string(status));
 }
 
 // Waits (bounded) for a close request, progressing the worker.
@@ -122,21 +122,9 @@ Status Worker::endpoint(const std::string &address, const std::string &who, ucp_
   return COHORT_SUCCESS;
 }
 
-uint64_t Worker::propose_team_id() {
+uint64_t Worker::new_team_id() {
   std::lock_guard<std::mutex> lock(ids_mutex_);
   return next_team_id_++;
-}
-
-bool Worker::claim_team_id(uint64_t id) {
-  std::lock_guard<std::mutex> lock(ids_mutex_);
-  if (!live_team_ids_.insert(id).second) return false;
-  next_team_id_ = std::max(next_team_id_, id + 1);
-  return true;
-}
-
-void Worker::release_team_id(uint64_t id) {
-  std::lock_guard<std::mutex> lock(ids_mutex_);
-  live_team_ids_.erase(id);
 }
 
 }  // namespace cohort::tl_ucx

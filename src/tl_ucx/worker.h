@@ -2,8 +2,9 @@
 // is created by the first such team and destroyed with the last.  Its address travels in the
 // connect phase's exchange; endpoints to peers' workers are made once and reused by teams.
 //
-// Tags: a team's messages carry its id (agreed in the connect phase) and the sender's team
-// rank, so teams and senders never take each other's messages on the shared worker.
+// Tags: a message carries the receiving process's id for the team (sent in the connect phase)
+// and the sender's team rank, so teams and senders never take each other's messages on the
+// shared worker.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -12,7 +13,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -46,13 +46,9 @@ class Worker {
   // Serialises every use of the worker (it is created in serialized thread mode).
   std::mutex &mutex() { return mutex_; }
 
-  // Team ids: propose() returns this process's next unused id (and moves past it, so two
-  // creations in flight propose different ones); the team takes the maximum of its ranks'
-  // proposals.  claim() marks that id live here (false: a concurrent creation on this
-  // process took it already) and moves later proposals past it; release() frees it.
-  uint64_t propose_team_id();
-  bool claim_team_id(uint64_t id);
-  void release_team_id(uint64_t id);
+  // A tag id for a team's receives on this process, never handed out twice: a sender to
+  // this process tags with the receiver's id, so ids need no agreement across processes.
+  uint64_t new_team_id();
 
  private:
   Worker() = default;
@@ -66,7 +62,6 @@ class Worker {
   std::mutex mutex_;
   std::mutex ids_mutex_;
   uint64_t next_team_id_ = 1;
-  std::set<uint64_t> live_team_ids_;
 };
 
 }  // namespace cohort::tl_ucx

@@ -51,7 +51,9 @@ for phase in topology graphs align connect; do
 done
 for np in 1 2 3 4 8; do add "$np coll"; done
 add "3 coll-missing --skip 1 @COHORT_COLL_TIMEOUT=1"
-add "4 coll-hosts"
+# Fake hosts: bytes between them cross real TCP sockets through UCX (uneven ranks per host).
+add "4 coll --per-node 3 @UCX_TLS=tcp,self"
+add "6 coll --per-node 4 @UCX_TLS=tcp,self"
 add "2 before-init"
 add "3 after-finalize"
 add "3 abort-one --rank 1"
