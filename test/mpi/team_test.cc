@@ -21,6 +21,7 @@
 
 #include "cohort.h"
 #include "cohort.hpp"
+#include "test_values.h"
 
 #if COHORT_TEST_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -709,87 +710,6 @@ void scenario_plan_fails() {
 
 // ------------------------------------------------------------ host collectives
 
-size_t elem_bytes(cohort_dtype_t t) {
-  switch (t) {
-    case COHORT_INT8:
-    case COHORT_UINT8: return 1;
-    case COHORT_FLOAT16:
-    case COHORT_BFLOAT16: return 2;
-    case COHORT_INT32:
-    case COHORT_UINT32:
-    case COHORT_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
-// Small integers are exact in every dtype, fp16 and bf16 included (|v| <= 256).
-void store(cohort_dtype_t t, void *buffer, size_t i, double v) {
-  switch (t) {
-    case COHORT_INT8:
-      static_cast<int8_t *>(buffer)[i] = static_cast<int8_t>(static_cast<int64_t>(v));
-      break;
-    case COHORT_UINT8:
-      static_cast<uint8_t *>(buffer)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
-      break;
-    case COHORT_INT32: static_cast<int32_t *>(buffer)[i] = static_cast<int32_t>(v); break;
-    case COHORT_UINT32: static_cast<uint32_t *>(buffer)[i] = static_cast<uint32_t>(v); break;
-    case COHORT_INT64: static_cast<int64_t *>(buffer)[i] = static_cast<int64_t>(v); break;
-    case COHORT_UINT64: static_cast<uint64_t *>(buffer)[i] = static_cast<uint64_t>(v); break;
-    case COHORT_FLOAT32: static_cast<float *>(buffer)[i] = static_cast<float>(v); break;
-    case COHORT_FLOAT64: static_cast<double *>(buffer)[i] = v; break;
-    case COHORT_BFLOAT16: {
-      float f = static_cast<float>(v);
-      uint32_t bits;
-      memcpy(&bits, &f, 4);
-      static_cast<uint16_t *>(buffer)[i] = static_cast<uint16_t>(bits >> 16);
-      break;
-    }
-    case COHORT_FLOAT16: {
-      uint16_t h = 0;
-      if (v != 0) {
-        int e = 0;
-        double m = frexp(fabs(v), &e);  // v = m * 2^e, m in [0.5, 1)
-        h = static_cast<uint16_t>(((e - 1 + 15) << 10) |
-                                  (static_cast<int>((m * 2 - 1) * 1024) & 0x3ff));
-        if (v < 0) h |= 0x8000;
-      }
-      static_cast<uint16_t *>(buffer)[i] = h;
-      break;
-    }
-    default: break;
-  }
-}
-
-double load(cohort_dtype_t t, const void *buffer, size_t i) {
-  switch (t) {
-    case COHORT_INT8: return static_cast<const int8_t *>(buffer)[i];
-    case COHORT_UINT8: return static_cast<const uint8_t *>(buffer)[i];
-    case COHORT_INT32: return static_cast<const int32_t *>(buffer)[i];
-    case COHORT_UINT32: return static_cast<const uint32_t *>(buffer)[i];
-    case COHORT_INT64: return static_cast<double>(static_cast<const int64_t *>(buffer)[i]);
-    case COHORT_UINT64: return static_cast<double>(static_cast<const uint64_t *>(buffer)[i]);
-    case COHORT_FLOAT32: return static_cast<const float *>(buffer)[i];
-    case COHORT_FLOAT64: return static_cast<const double *>(buffer)[i];
-    case COHORT_BFLOAT16: {
-      uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(buffer)[i]) << 16;
-      float f;
-      memcpy(&f, &bits, 4);
-      return f;
-    }
-    case COHORT_FLOAT16: {
-      uint16_t h = static_cast<const uint16_t *>(buffer)[i];
-      int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-      double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-      return h & 0x8000 ? -v : v;
-    }
-    default: return 0;
-  }
-}
-
-bool is_float(cohort_dtype_t t) {
-  return t == COHORT_FLOAT16 || t == COHORT_BFLOAT16 || t == COHORT_FLOAT32 || t == COHORT_FLOAT64;
-}
-
 // Rank r's input element i: small, 1 or 2 for products (no overflow but int8's wrap).
 double input_value(int r, size_t i, cohort_op_t op) {
   return op == COHORT_PROD ? 1 + (r + i) % 2 : static_cast<double>((r * 7 + i * 3) % 13 + 1);
@@ -894,13 +814,21 @@ long run_coll_case(cohort_team_t team, const CollCase &c) {
 }
 
 // Every collective x dtype x op x count x in place / not against values computed here.
-// --quick: a smaller matrix (sanitizer builds).
+// --quick: a smaller matrix (sanitizer builds).  --per-node K: fake hosts of K ranks each
+// (COHORT_HOST_ID), so ranks on different hosts talk over UCX.
 void scenario_coll() {
+  const int per_node = opt_int("per-node", 0);
+  std::string host = "coll-node-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
+  ScopedEnv host_env("COHORT_HOST_ID", per_node > 0 ? host.c_str() : getenv("COHORT_HOST_ID"));
   cohort::Team team(MPI_COMM_WORLD);
+  if (per_node > 0) {
+    const int nodes = (g_size + per_node - 1) / per_node;
+    CHECK(team.node_count() == nodes, "node count %d, expected %d", team.node_count(), nodes);
+  }
   const bool quick = opt_int("quick", 0) != 0;
   const char *kinds[] = {"allreduce", "reduce",         "broadcast",
                          "allgather", "reduce_scatter", "alltoall"};
-  std::vector<size_t> counts = {0, 1, 7, 1023, 65537};
+  std::vector<size_t> counts = {0, 1, 7, 1023, 65537, size_t{1} << 20};
   if (quick) counts = {0, 7, 1023};
   long cases = 0, wrong = 0;
   for (int kind = 0; kind < 6; ++kind) {
@@ -908,7 +836,9 @@ void scenario_coll() {
       bool reduction = kind == 0 || kind == 1 || kind == 4;
       for (int op = 0; op < (reduction ? COHORT_NUM_OPS : 1); ++op) {
         for (size_t count : counts) {
-          if (kind >= 3 && count == 65537) count = 4099;  // blocks of every rank
+          // Blocks of every rank: 1<<20 in all, or 4099 each for 65537.
+          if (kind >= 3 && count == 65537) count = 4099;
+          if (kind >= 3 && count == size_t{1} << 20) count = (size_t{1} << 20) / g_size;
           for (bool in_place : {false, true}) {
             CollCase c{kinds[kind],
                        kind,
@@ -966,17 +896,6 @@ void scenario_coll_missing() {
     if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
   }
   MPI_Barrier(MPI_COMM_WORLD);
-}
-
-// A team across (fake) hosts: host collectives say what is missing instead of hanging.
-void scenario_coll_hosts() {
-  std::string host = "coll-host-" + std::to_string(g_rank % 2);
-  ScopedEnv host_env("COHORT_HOST_ID", host.c_str());
-  cohort::Team team(MPI_COMM_WORLD);
-  int x = 1;
-  CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, COHORT_INT32, COHORT_SUM),
-               COHORT_ERR_NOT_SUPPORTED);
-  CHECK(contains(cohort_last_error(), "UCX"), "message: %s", cohort_last_error());
 }
 
 // Fake nodes: COHORT_HOST_ID from a per-rank pattern.  --per-node K: blocks of K ranks;
@@ -1301,7 +1220,6 @@ int main(int argc, char **argv) {
       {"plan-graph-file", scenario_plan_graph_file},
       {"coll", scenario_coll},
       {"coll-missing", scenario_coll_missing},
-      {"coll-hosts", scenario_coll_hosts},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},
       {"oob", scenario_oob},

@@ -1,0 +1,327 @@
+// Randomized collectives checked against MPI.  usage:
+//   mpirun -np N coll_random [--iters N] [--seed S] [--max-count C] [--per-node K]
+// Every rank draws the same sequence of cases (collective, dtype, op, count, root, in place)
+// from one seeded generator, runs each through Cohort and the matching MPI collective on the
+// same inputs (the oracle: an independent implementation), and compares every element; the
+// bytes around each output must stay untouched, and so must a non-root's reduce output.
+// Inputs are small integers, so every reduction is exact in every dtype (fp16 and bf16 are
+// reduced by MPI in float).  --per-node K puts ranks on fake hosts of K ranks (UCX between).
+// Prints "coll_random: N collectives on P ranks, M mismatches, T s"; exits 1 on a mismatch.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "cohort.hpp"
+#include "test_values.h"
+
+namespace {
+
+enum Kind { kAllreduce, kReduce, kBroadcast, kAllgather, kReduceScatter, kAlltoall, kBarrier };
+const char *const kKindNames[] = {"allreduce",      "reduce",   "broadcast", "allgather",
+                                  "reduce_scatter", "alltoall", "barrier"};
+constexpr size_t kGuard = 64;  // bytes checked on each side of an output
+constexpr unsigned char kGuardByte = 0xA5;
+
+struct Case {
+  Kind kind;
+  cohort_dtype_t dtype;
+  cohort_op_t op;
+  size_t count;
+  int root;
+  bool in_place;
+};
+
+struct Options {
+  long iters = 100000;
+  unsigned long long seed = 1;
+  size_t max_count = 70000;
+  int per_node = 0;
+};
+
+bool reduces(Kind k) { return k == kAllreduce || k == kReduce || k == kReduceScatter; }
+
+// Mostly small counts (latency paths), some medium, a few large (pipelined ring paths).
+size_t draw_count(std::mt19937_64 &g, size_t max_count) {
+  const unsigned bucket = g() % 100;
+  const size_t hi = bucket < 50 ? 16 : bucket < 85 ? 1024 : bucket < 98 ? 16384 : max_count;
+  return g() % (std::min(hi, max_count) + 1);
+}
+
+Case draw_case(std::mt19937_64 &g, const Options &o, int size) {
+  Case c;
+  c.kind = static_cast<Kind>(g() % 7);
+  c.dtype = static_cast<cohort_dtype_t>(g() % COHORT_NUM_DTYPES);
+  c.op = reduces(c.kind) ? static_cast<cohort_op_t>(g() % COHORT_NUM_OPS) : COHORT_SUM;
+  c.count = draw_count(g, o.max_count);
+  if (c.kind == kAllgather || c.kind == kReduceScatter || c.kind == kAlltoall) {
+    c.count /= size;  // a block per rank
+  }
+  c.root = static_cast<int>(g() % size);
+  c.in_place = g() % 2 == 1;
+  return c;
+}
+
+bool is_signed(cohort_dtype_t t) {
+  return t != COHORT_UINT8 && t != COHORT_UINT32 && t != COHORT_UINT64;
+}
+
+// Exact everywhere: |sum| <= 8 * ranks, products of {1, 2} <= 2^ranks (int8 wraps alike).
+double draw_value(std::mt19937_64 &g, const Case &c) {
+  if (c.op == COHORT_PROD) return 1 + static_cast<double>(g() % 2);
+  const double v = static_cast<double>(g() % 9);
+  return is_signed(c.dtype) ? v - 4 : v;
+}
+
+MPI_Datatype mpi_type(cohort_dtype_t t) {
+  switch (t) {
+    case COHORT_INT8: return MPI_INT8_T;
+    case COHORT_UINT8: return MPI_UINT8_T;
+    case COHORT_INT32: return MPI_INT32_T;
+    case COHORT_UINT32: return MPI_UINT32_T;
+    case COHORT_INT64: return MPI_INT64_T;
+    case COHORT_UINT64: return MPI_UINT64_T;
+    case COHORT_FLOAT64: return MPI_DOUBLE;
+    default: return MPI_FLOAT;  // fp32, and fp16 / bf16 widened
+  }
+}
+
+MPI_Op mpi_op(cohort_op_t op) {
+  switch (op) {
+    case COHORT_PROD: return MPI_PROD;
+    case COHORT_MIN: return MPI_MIN;
+    case COHORT_MAX: return MPI_MAX;
+    default: return MPI_SUM;  // sum, and avg before the division
+  }
+}
+
+// The oracle's copy of a buffer in the type MPI reduces (fp16 / bf16 as float).
+std::vector<char> widen(cohort_dtype_t t, const std::vector<char> &in, size_t n) {
+  if (t != COHORT_FLOAT16 && t != COHORT_BFLOAT16) return in;
+  std::vector<char> out(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) store(COHORT_FLOAT32, out.data(), i, load(t, in.data(), i));
+  return out;
+}
+
+struct Buffers {
+  std::vector<char> in;   // this rank's input (in_n elements)
+  std::vector<char> out;  // guard + output region + guard
+  size_t in_n = 0, out_n = 0, elem = 0;
+  size_t region_bytes() const { return std::max(in_n, out_n) * elem; }
+  char *region() { return out.data() + kGuard; }
+};
+
+// Elements in and out of one rank for case c.
+void sizes(const Case &c, int size, size_t *in_n, size_t *out_n) {
+  const bool blocks_in = c.kind == kReduceScatter || c.kind == kAlltoall;
+  const bool blocks_out = c.kind == kAllgather || c.kind == kAlltoall;
+  *in_n = blocks_in ? c.count * size : c.count;
+  *out_n = blocks_out ? c.count * size : c.count;
+}
+
+cohort_status_t run_cohort(cohort_team_t team, const Case &c, Buffers &b, int rank) {
+  const size_t e = b.elem;
+  char *region = b.region();
+  const void *send = b.in.data();
+  void *recv = region;
+  if (c.in_place) {  // NCCL's conventions: the output buffer, or the rank's block of it
+    if (c.kind == kAllgather) {
+      std::memcpy(region + rank * c.count * e, b.in.data(), c.count * e);
+      send = region + rank * c.count * e;
+    } else if (c.kind == kReduceScatter) {
+      // The output is the rank's block of the input, which lives in the guarded region.
+      std::memcpy(region, b.in.data(), b.in_n * e);
+      send = region;
+      recv = region + rank * c.count * e;
+    } else if (c.kind != kBarrier && (c.kind != kReduce || rank == c.root)) {
+      std::memcpy(region, b.in.data(), b.in_n * e);
+      send = region;
+    }
+  }
+  switch (c.kind) {
+    case kAllreduce: return cohort_allreduce(team, send, recv, c.count, c.dtype, c.op);
+    case kReduce: return cohort_reduce(team, send, recv, c.count, c.dtype, c.op, c.root);
+    case kBroadcast: return cohort_broadcast(team, send, recv, c.count, c.dtype, c.root);
+    case kAllgather: return cohort_allgather(team, send, recv, c.count, c.dtype);
+    case kReduceScatter: return cohort_reduce_scatter(team, send, recv, c.count, c.dtype, c.op);
+    case kAlltoall: return cohort_alltoall(team, send, recv, c.count, c.dtype);
+    case kBarrier: return cohort_barrier(team);
+  }
+  return COHORT_ERR_INTERNAL;
+}
+
+// MPI's result for this rank (as doubles), or empty when this rank has none.
+std::vector<double> run_oracle(const Case &c, const Buffers &b, int rank, int size) {
+  if (c.kind == kBarrier || (c.kind == kReduce && rank != c.root)) {
+    if (c.kind == kReduce) {
+      std::vector<char> wide = widen(c.dtype, b.in, b.in_n);
+      MPI_Reduce(wide.data(), nullptr, static_cast<int>(c.count), mpi_type(c.dtype), mpi_op(c.op),
+                 c.root, MPI_COMM_WORLD);
+    }
+    return {};
+  }
+  const MPI_Datatype type = mpi_type(c.dtype);
+  const size_t wide_elem = c.dtype == COHORT_FLOAT16 || c.dtype == COHORT_BFLOAT16 ? 4 : b.elem;
+  std::vector<char> wide = widen(c.dtype, b.in, b.in_n);
+  std::vector<char> result(std::max<size_t>(b.out_n, 1) * wide_elem);
+  const int n = static_cast<int>(c.count);
+  switch (c.kind) {
+    case kAllreduce:
+      MPI_Allreduce(wide.data(), result.data(), n, type, mpi_op(c.op), MPI_COMM_WORLD);
+      break;
+    case kReduce:
+      MPI_Reduce(wide.data(), result.data(), n, type, mpi_op(c.op), c.root, MPI_COMM_WORLD);
+      break;
+    case kBroadcast:
+      if (rank == c.root) std::memcpy(result.data(), wide.data(), c.count * wide_elem);
+      MPI_Bcast(result.data(), n, type, c.root, MPI_COMM_WORLD);
+      break;
+    case kAllgather:
+      MPI_Allgather(wide.data(), n, type, result.data(), n, type, MPI_COMM_WORLD);
+      break;
+    case kReduceScatter:
+      MPI_Reduce_scatter_block(wide.data(), result.data(), n, type, mpi_op(c.op), MPI_COMM_WORLD);
+      break;
+    case kAlltoall:
+      MPI_Alltoall(wide.data(), n, type, result.data(), n, type, MPI_COMM_WORLD);
+      break;
+    case kBarrier: break;
+  }
+  const cohort_dtype_t wide_type = wide_elem == b.elem ? c.dtype : COHORT_FLOAT32;
+  std::vector<double> values(b.out_n);
+  for (size_t i = 0; i < b.out_n; ++i) {
+    double v = load(wide_type, result.data(), i);
+    if (c.op == COHORT_AVG && reduces(c.kind))
+      v = is_float(c.dtype) ? v / size : std::trunc(v / size);
+    values[i] = v;
+  }
+  return values;
+}
+
+bool equal(const Case &c, double got, double want) {
+  if (!(c.op == COHORT_AVG && is_float(c.dtype))) return got == want;
+  const double tolerance = c.dtype == COHORT_FLOAT16 || c.dtype == COHORT_BFLOAT16 ? 1e-2
+                           : c.dtype == COHORT_FLOAT32                             ? 1e-6
+                                                                                   : 1e-12;
+  return std::fabs(got - want) <= tolerance * std::max(1.0, std::fabs(want));
+}
+
+// Wrong elements and touched guard bytes of one case on this rank (the first few printed).
+long check_case(const Case &c, Buffers &b, const std::vector<double> &want, int rank, long iter,
+                long *reported) {
+  long bad = 0;
+  auto report = [&](const char *what, size_t i, double got, double expected) {
+    if ((*reported)++ < 10) {
+      std::fprintf(stderr,
+                   "[rank %d] case %ld: %s dtype %d op %d count %zu root %d%s: %s %zu: got %g, "
+                   "expected %g\n",
+                   rank, iter, kKindNames[c.kind], c.dtype, c.op, c.count, c.root,
+                   c.in_place ? " in place" : "", what, i, got, expected);
+    }
+  };
+  for (size_t i = 0; i < kGuard; ++i) {
+    const unsigned char before = b.out[i], after = b.out[kGuard + b.region_bytes() + i];
+    if (before != kGuardByte || after != kGuardByte) {
+      ++bad;
+      report("guard byte", i, before != kGuardByte ? before : after, kGuardByte);
+    }
+  }
+  const char *result = b.region();
+  if (c.kind == kReduceScatter && c.in_place) result += rank * c.count * b.elem;
+  if (want.empty()) {  // no output here: a non-root's buffer must be as it was
+    if (c.kind == kReduce) {
+      for (size_t i = 0; i < b.region_bytes(); ++i) {
+        if (static_cast<unsigned char>(result[i]) != kGuardByte) {
+          ++bad;
+          report("non-root output byte", i, static_cast<unsigned char>(result[i]), kGuardByte);
+        }
+      }
+    }
+    return bad;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double got = load(c.dtype, result, i);
+    if (!equal(c, got, want[i])) {
+      ++bad;
+      report("element", i, got, want[i]);
+    }
+  }
+  return bad;
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    if (key == "--iters")
+      o.iters = std::atol(argv[i + 1]);
+    else if (key == "--seed")
+      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (key == "--max-count")
+      o.max_count = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (key == "--per-node")
+      o.per_node = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "coll_random: unknown option %s\n", key.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Options o = parse(argc, argv);
+  if (o.per_node > 0) {
+    setenv("COHORT_HOST_ID", ("random-node-" + std::to_string(rank / o.per_node)).c_str(), 1);
+  }
+  long mismatches = 0, failures = 0, reported = 0;
+  const double t0 = MPI_Wtime();
+  {
+    cohort::Team team(MPI_COMM_WORLD);
+    std::mt19937_64 shared(o.seed);                                     // same on every rank
+    std::mt19937_64 values(o.seed * 0x9E3779B97F4A7C15ull + rank + 1);  // this rank's inputs
+    for (long iter = 0; iter < o.iters; ++iter) {
+      const Case c = draw_case(shared, o, size);
+      Buffers b;
+      b.elem = elem_bytes(c.dtype);
+      sizes(c, size, &b.in_n, &b.out_n);
+      b.in.resize(std::max<size_t>(b.in_n, 1) * b.elem);
+      for (size_t i = 0; i < b.in_n; ++i) store(c.dtype, b.in.data(), i, draw_value(values, c));
+      b.out.assign(2 * kGuard + b.region_bytes(), static_cast<char>(kGuardByte));
+      cohort_status_t s = run_cohort(team.get(), c, b, rank);
+      if (s != COHORT_SUCCESS) {
+        if (failures++ < 10) {
+          std::fprintf(stderr, "[rank %d] case %ld: %s count %zu: %s: %s\n", rank, iter,
+                       kKindNames[c.kind], c.count, cohort_status_string(s), cohort_last_error());
+        }
+      }
+      const std::vector<double> want = run_oracle(c, b, rank, size);
+      if (s == COHORT_SUCCESS) mismatches += check_case(c, b, want, rank, iter, &reported);
+      if (rank == 0 && o.iters >= 10 && (iter + 1) % (o.iters / 10) == 0) {
+        std::fprintf(stderr, "coll_random: %ld of %ld\n", iter + 1, o.iters);
+      }
+    }
+  }
+  long totals[2] = {mismatches, failures};
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::printf(
+        "coll_random: %ld collectives on %d ranks, %ld mismatches, %ld failed calls, %.1f s\n",
+        o.iters, size, totals[0], totals[1], MPI_Wtime() - t0);
+  }
+  MPI_Finalize();
+  return totals[0] == 0 && totals[1] == 0 ? 0 : 1;
+}
