@@ -7,6 +7,7 @@
 #include <string>
 
 #include "coll/schedule.h"
+#include "coll/select.h"
 #include "core/build_info.h"
 #include "core/build_info_text.h"
 #include "core/params.h"
@@ -104,12 +105,23 @@ int print_topology(const TopoArgs &args) {
   return 0;
 }
 
-void print_algorithms() {
+int print_algorithms() {
   printf("Algorithms (collective/name: what it does):\n");
   for (const cohort::coll::AlgorithmInfo &info : cohort::coll::algorithm_table()) {
     std::string id = std::string(cohort::coll::collective_name(info.collective)) + "/" + info.name;
     printf("  %-26s %s\n", id.c_str(), info.description);
   }
+  std::string rules;
+  cohort::coll::Selection selection;
+  cohort::Status s = cohort::param_string("COLL_ALGO", &rules);
+  if (!cohort::is_error(s)) s = cohort::coll::Selection::parse(rules, &selection);
+  if (cohort::is_error(s)) {
+    fprintf(stderr, "cohort_info: %s\n", cohort::last_error().c_str());
+    return 1;
+  }
+  printf("\nSelection (first matching rule; bytes are one rank's message):\n%s",
+         selection.describe().c_str());
+  return 0;
 }
 
 void print_params() {
@@ -206,7 +218,7 @@ int main(int argc, char **argv) {
   if (!build && !params && !device && !topo && !algorithms) build = params = true;
   if (build) printf("%s", cohort::build_description().c_str());
   if (params) print_params();
-  if (algorithms) print_algorithms();
+  if (algorithms && print_algorithms() != 0) return 1;
   if (topo) {
     int rc = print_topology(topo_args);
     if (rc != 0) return rc;

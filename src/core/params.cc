@@ -45,6 +45,10 @@ const std::vector<ParamSpec> kParams = {
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", 0.001,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
+    {"COLL_ALGO", ParamType::kString, "", "", "", kNoMin,
+     "algorithm rules in front of the defaults: COLLECTIVE[:LO-HI]=ALGORITHM;... with LO/HI "
+     "bytes per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain (cohort_info "
+     "--algorithms prints the table)"},
     {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
      "testing: PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in "
      "PHASE; align:RANK:skew makes it report a different plan"},

@@ -21,6 +21,7 @@
 #include "topo/paths.h"
 #include "topo/plan.h"
 #include "coll/schedule.h"
+#include "coll/select.h"
 #include "tl_host/host_channels.h"
 #include "tl_ucx/channel.h"
 #include "topo/topo.h"
@@ -110,6 +111,7 @@ class TeamImpl {
   Status step_connect();  // team_connect.cc
   Status post_connect();
   void attach_host_channels(const std::vector<int> &local_ranks);
+  void check_selection_agrees();
   Status connect_ucx();
   // Waits until every UCX send of this rank has completed (a collective's last step).
   Status drain_ucx_sends(const char *what);
@@ -192,6 +194,8 @@ class TeamImpl {
   std::vector<tl_host::PeerChannels> peer_channels_;            // by team rank
   Status connect_status_ = COHORT_SUCCESS;
   std::string connect_error_;
+  coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults, read in the connect phase
+  std::string selection_text_;
   std::vector<char> scratch_;    // collectives' scratch, grown as needed
   double coll_timeout_s_ = 600;  // COHORT_COLL_TIMEOUT, read once in the connect phase
   unsigned spins_ = 0;  // polls before yielding in collectives: only with a core per local rank

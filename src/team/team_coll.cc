@@ -13,23 +13,6 @@
 namespace cohort {
 namespace {
 
-// Up to this many bytes an allreduce goes direct (one hop), beyond it around the ring.
-constexpr size_t kDirectAllreduceBytes = 16 * 1024;
-constexpr int kDirectAllreduceRanks = 16;
-
-const char *algorithm_for(coll::Collective collective, size_t bytes, int size) {
-  switch (collective) {
-    case coll::Collective::kAllreduce:
-      return bytes <= kDirectAllreduceBytes && size <= kDirectAllreduceRanks ? "direct" : "ring";
-    case coll::Collective::kReduce:
-    case coll::Collective::kBroadcast: return "chain";
-    case coll::Collective::kAllgather:
-    case coll::Collective::kReduceScatter: return "ring";
-    case coll::Collective::kAlltoall: return "pairwise";
-    default: return "dissemination";
-  }
-}
-
 bool reduces(coll::Collective c) {
   return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
          c == coll::Collective::kReduceScatter;
@@ -107,10 +90,8 @@ Status TeamImpl::collective(coll::Collective collective, const void *src, void *
   args.elem_size = elem;
   args.ring = &plan_.rings[0];
   args.ring_position = plan_.ring_position[0][rank_];
-  const char *name = algorithm_for(collective, count * elem, size_);
-  const coll::AlgorithmInfo *info = coll::find_algorithm(collective, name);
-  if (info == nullptr) return failf(COHORT_ERR_INTERNAL, "no algorithm %s", name);
-  std::unique_ptr<coll::Algorithm> algorithm = info->make(args);
+  const coll::AlgorithmInfo &info = selection_.choose(collective, count * elem, size_);
+  std::unique_ptr<coll::Algorithm> algorithm = info.make(args);
   return run_schedule(*algorithm, src, dst, dtype);
 }
 

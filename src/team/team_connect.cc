@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "core/clock.h"
@@ -34,8 +35,15 @@ struct UcxRecord {
 
 struct ConnectRecord {
   tl_host::SegmentInfo segment;
-  UcxRecord ucx;  // only sent when the team spans hosts
+  uint64_t selection_hash;  // of COHORT_COLL_ALGO: every rank must choose alike
+  UcxRecord ucx;            // only sent when the team spans hosts
 };
+
+uint64_t fnv1a(const std::string &text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
 
 }  // namespace
 
@@ -44,6 +52,11 @@ Status TeamImpl::post_connect() {
   std::memset(&record, 0, sizeof(record));
   const bool spans_hosts = layout_.node_count > 1;
   Status s = local_phase_status(Phase::kConnect);
+  if (!is_error(s)) {
+    s = param_string("COLL_ALGO", &selection_text_);
+    if (!is_error(s)) s = coll::Selection::parse(selection_text_, &selection_);
+    record.selection_hash = fnv1a(selection_text_);
+  }
   if (!is_error(s) && is_host_leader(rank_) && layout_.local_size[rank_] > 1) {
     int64_t capacity = 0;
     s = param_int("SHM_MAILBOX_BYTES", &capacity);
@@ -68,7 +81,7 @@ Status TeamImpl::post_connect() {
     }
   }
   return post_exchange(*oob_, Phase::kConnect, "connect", phase_channel(Phase::kConnect), s,
-                       &record, spans_hosts ? sizeof(record) : sizeof(record.segment));
+                       &record, spans_hosts ? sizeof(record) : offsetof(ConnectRecord, ucx));
 }
 
 Status TeamImpl::step_connect() {
@@ -88,6 +101,7 @@ Status TeamImpl::step_connect() {
     if (layout_.node_of_rank[r] == layout_.node_of_rank[rank_]) local_ranks.push_back(r);
   }
   attach_host_channels(local_ranks);
+  check_selection_agrees();
   if (layout_.node_count > 1 && !is_error(connect_status_)) {
     connect_status_ = connect_ucx();
     if (is_error(connect_status_)) connect_error_ = last_error();
@@ -96,6 +110,21 @@ Status TeamImpl::step_connect() {
   end_phase(Phase::kConnect);
   stage_ = Stage::kReady;
   return COHORT_IN_PROGRESS;
+}
+
+// Ranks that choose algorithms differently would wait on each other until the collective
+// timeout: a COHORT_COLL_ALGO that differs is refused at creation, naming a rank.
+void TeamImpl::check_selection_agrees() {
+  const uint64_t mine = fnv1a(selection_text_);
+  for (int r = 0; r < size_ && !is_error(connect_status_); ++r) {
+    const auto *theirs = reinterpret_cast<const ConnectRecord *>(payload_of(r));
+    if (theirs->selection_hash == mine) continue;
+    connect_status_ = failf(COHORT_ERR_INVALID_USAGE,
+                            "COHORT_COLL_ALGO differs between ranks: %s has another value than "
+                            "rank %d ('%s'); set it alike on every rank",
+                            describe(r).c_str(), rank_, selection_text_.c_str());
+    connect_error_ = last_error();
+  }
 }
 
 void TeamImpl::attach_host_channels(const std::vector<int> &local_ranks) {

@@ -51,6 +51,10 @@ for phase in topology graphs align connect; do
 done
 for np in 1 2 3 4 8; do add "$np coll"; done
 add "3 coll-missing --skip 1 @COHORT_COLL_TIMEOUT=1"
+for np in 1 3; do add "$np algo-env"; done
+# Each allreduce algorithm on every size (the defaults pick direct only for small ones).
+add "4 coll --quick 1 @COHORT_COLL_ALGO=allreduce=direct"
+add "3 coll --quick 1 @COHORT_COLL_ALGO=allreduce=ring"
 # Fake hosts: bytes between them cross real TCP sockets through UCX (uneven ranks per host).
 add "4 coll --per-node 3 @UCX_TLS=tcp,self"
 add "6 coll --per-node 4 @UCX_TLS=tcp,self"

@@ -880,6 +880,34 @@ void scenario_coll() {
   if (g_rank == 0) printf("%ld collective calls checked, %ld wrong elements\n", cases, wrong);
 }
 
+// COHORT_COLL_ALGO: a bad rule, or a value that differs on one rank, fails creation on every
+// rank with the same named error (ranks choosing differently would wait on each other).
+void scenario_algo_env() {
+  cohort_team_config_t cfg = config_with_timeout(30);
+  {
+    ScopedEnv bad("COHORT_COLL_ALGO", "allreduce=tree");
+    auto [s, msg, elapsed] = create_expecting_failure(cfg);
+    CHECK(s == COHORT_ERR_INVALID_ARG, "bad rule: %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(contains(msg, "no algorithm 'tree' for allreduce"), "message: %s", msg.c_str());
+    CHECK(same_everywhere(msg), "ranks disagree: %s", msg.c_str());
+  }
+  if (g_size > 1) {
+    ScopedEnv differs("COHORT_COLL_ALGO", g_rank == 1 ? "allreduce=ring" : nullptr);
+    auto [s, msg, elapsed] = create_expecting_failure(cfg);
+    CHECK(s == COHORT_ERR_INVALID_USAGE, "differing: %s: %s", cohort_status_string(s), msg.c_str());
+    CHECK(contains(msg, "COHORT_COLL_ALGO differs between ranks"), "message: %s", msg.c_str());
+    CHECK(same_everywhere(msg), "ranks disagree: %s", msg.c_str());
+    if (g_rank == 0) printf("every rank: %s\n", msg.c_str());
+  }
+  // The same rules everywhere work, and force the algorithm: ring below the direct cut-off.
+  ScopedEnv good("COHORT_COLL_ALGO", "allreduce=ring; broadcast:0-1K=chain");
+  cohort::Team team(MPI_COMM_WORLD);
+  int64_t x = g_rank + 1;
+  CHECK_STATUS(cohort_allreduce(team.get(), &x, &x, 1, COHORT_INT64, COHORT_SUM), COHORT_SUCCESS);
+  CHECK(x == static_cast<int64_t>(g_size) * (g_size + 1) / 2, "allreduce %lld",
+        static_cast<long long>(x));
+}
+
 // A rank that skips a collective: the others fail after COHORT_COLL_TIMEOUT naming it.
 void scenario_coll_missing() {
   int skip = opt_int("skip", 1);
@@ -1219,6 +1247,7 @@ int main(int argc, char **argv) {
       {"plan-fails", scenario_plan_fails},
       {"plan-graph-file", scenario_plan_graph_file},
       {"coll", scenario_coll},
+      {"algo-env", scenario_algo_env},
       {"coll-missing", scenario_coll_missing},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},

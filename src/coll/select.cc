@@ -1,0 +1,202 @@
+#include "coll/select.h"
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+namespace cohort::coll {
+namespace {
+
+// Up to this many bytes an allreduce goes direct (one hop, n-1 messages per rank), beyond it
+// around the ring (bandwidth); direct stops paying off on larger teams.
+constexpr size_t kDirectAllreduceBytes = 16 * 1024;
+constexpr int kDirectAllreduceRanks = 16;
+
+struct DefaultRule {
+  Collective collective;
+  size_t max_bytes;
+  int max_ranks;
+  const char *algorithm;
+};
+
+const DefaultRule kDefaults[] = {
+    {Collective::kAllreduce, kDirectAllreduceBytes, kDirectAllreduceRanks, "direct"},
+    {Collective::kAllreduce, SIZE_MAX, 0, "ring"},
+    {Collective::kReduce, SIZE_MAX, 0, "chain"},
+    {Collective::kBroadcast, SIZE_MAX, 0, "chain"},
+    {Collective::kAllgather, SIZE_MAX, 0, "ring"},
+    {Collective::kReduceScatter, SIZE_MAX, 0, "ring"},
+    {Collective::kAlltoall, SIZE_MAX, 0, "pairwise"},
+    {Collective::kBarrier, SIZE_MAX, 0, "dissemination"},
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split_rules(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find_first_of(";,", start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view rule = trim(text.substr(start, end - start));
+    if (!rule.empty()) out.push_back(rule);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string names_of(Collective c) {
+  std::string names;
+  for (const AlgorithmInfo &info : algorithm_table()) {
+    if (info.collective != c) continue;
+    names += (names.empty() ? "" : ", ") + std::string(info.name);
+  }
+  return names;
+}
+
+Status bad_rule(std::string_view rule, const std::string &why) {
+  return failf(COHORT_ERR_INVALID_ARG,
+               "COHORT_COLL_ALGO: rule '%.*s': %s (a rule is COLLECTIVE[:LO-HI]=ALGORITHM, e.g. "
+               "allreduce:0-16K=direct)",
+               static_cast<int>(rule.size()), rule.data(), why.c_str());
+}
+
+Status parse_range(std::string_view rule, std::string_view range, SelectRule *out) {
+  size_t dash = range.find('-');
+  if (dash == std::string_view::npos) return bad_rule(rule, "a range is LO-HI");
+  std::string_view lo = trim(range.substr(0, dash)), hi = trim(range.substr(dash + 1));
+  if (!lo.empty() && !parse_bytes(lo, &out->min_bytes)) {
+    return bad_rule(rule, "'" + std::string(lo) + "' is not a size (e.g. 0, 4096, 16K, 1M)");
+  }
+  if (!hi.empty() && !parse_bytes(hi, &out->max_bytes)) {
+    return bad_rule(rule, "'" + std::string(hi) + "' is not a size (e.g. 0, 4096, 16K, 1M)");
+  }
+  if (out->min_bytes >= out->max_bytes) return bad_rule(rule, "the range is empty (LO >= HI)");
+  return COHORT_SUCCESS;
+}
+
+Status parse_rule(std::string_view rule, SelectRule *out) {
+  size_t eq = rule.find('=');
+  if (eq == std::string_view::npos) return bad_rule(rule, "no '='");
+  std::string_view left = trim(rule.substr(0, eq)), name = trim(rule.substr(eq + 1));
+  size_t colon = left.find(':');
+  std::string collective(trim(left.substr(0, colon)));
+  if (!collective_from_name(collective.c_str(), &out->collective) ||
+      out->collective == Collective::kCount) {
+    return bad_rule(rule, "unknown collective '" + collective +
+                              "' (allreduce, reduce, broadcast, allgather, reduce_scatter, "
+                              "alltoall, barrier)");
+  }
+  if (colon != std::string_view::npos) {
+    Status s = parse_range(rule, left.substr(colon + 1), out);
+    if (is_error(s)) return s;
+  }
+  out->algorithm = find_algorithm(out->collective, std::string(name).c_str());
+  if (out->algorithm == nullptr) {
+    return bad_rule(rule, "no algorithm '" + std::string(name) + "' for " + collective +
+                              " (it has: " + names_of(out->collective) + ")");
+  }
+  out->from_env = true;
+  return COHORT_SUCCESS;
+}
+
+}  // namespace
+
+bool parse_bytes(std::string_view text, size_t *out) {
+  text = trim(text);
+  if (text.empty() || !isdigit(static_cast<unsigned char>(text.front()))) return false;
+  size_t value = 0, i = 0;
+  for (; i < text.size() && isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (value > (SIZE_MAX - 9) / 10) return false;
+    value = value * 10 + static_cast<size_t>(text[i] - '0');
+  }
+  std::string_view suffix = text.substr(i);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (!suffix.empty())
+    return false;
+  if (shift > 0 && value > (SIZE_MAX >> shift)) return false;
+  *out = value << shift;
+  return true;
+}
+
+std::string format_bytes(size_t bytes) {
+  const char *units[] = {"", "K", "M", "G"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + units[u];
+}
+
+Selection::Selection() {
+  for (const DefaultRule &d : kDefaults) {
+    SelectRule rule;
+    rule.collective = d.collective;
+    rule.max_bytes = d.max_bytes;
+    rule.max_ranks = d.max_ranks;
+    rule.algorithm = find_algorithm(d.collective, d.algorithm);
+    rules_.push_back(rule);
+  }
+}
+
+Status Selection::parse(std::string_view text, Selection *out) {
+  Selection selection;
+  std::vector<SelectRule> overrides;
+  for (std::string_view rule_text : split_rules(text)) {
+    SelectRule rule;
+    Status s = parse_rule(rule_text, &rule);
+    if (is_error(s)) return s;
+    overrides.insert(overrides.begin(), rule);  // the latest is tried first
+  }
+  selection.rules_.insert(selection.rules_.begin(), overrides.begin(), overrides.end());
+  *out = std::move(selection);
+  return COHORT_SUCCESS;
+}
+
+const AlgorithmInfo &Selection::choose(Collective collective, size_t bytes, int ranks) const {
+  for (const SelectRule &rule : rules_) {
+    if (rule.collective != collective || bytes < rule.min_bytes || bytes >= rule.max_bytes) {
+      continue;
+    }
+    if (rule.max_ranks > 0 && ranks > rule.max_ranks) continue;
+    return *rule.algorithm;
+  }
+  // Every collective has a default rule for any size and team: reaching here is a bug.
+  const DefaultRule *last = nullptr;
+  for (const DefaultRule &d : kDefaults) {
+    if (d.collective == collective) last = &d;
+  }
+  return *find_algorithm(collective, last->algorithm);
+}
+
+std::string Selection::describe() const {
+  std::string text;
+  for (const SelectRule &rule : rules_) {
+    std::string range =
+        rule.max_bytes == SIZE_MAX && rule.min_bytes == 0
+            ? "any size"
+            : format_bytes(rule.min_bytes) + " <= bytes < " +
+                  (rule.max_bytes == SIZE_MAX ? "inf" : format_bytes(rule.max_bytes));
+    std::string ranks =
+        rule.max_ranks > 0 ? ", <= " + std::to_string(rule.max_ranks) + " ranks" : "";
+    char line[256];
+    snprintf(line, sizeof(line), "  %-15s %-28s -> %-14s%s\n", collective_name(rule.collective),
+             (range + ranks).c_str(), rule.algorithm->name,
+             rule.from_env ? "(COHORT_COLL_ALGO)" : "");
+    text += line;
+  }
+  return text;
+}
+
+}  // namespace cohort::coll

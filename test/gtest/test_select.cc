@@ -1,0 +1,93 @@
+// Algorithm selection: the default table, COHORT_COLL_ALGO overrides and their errors.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "coll/select.h"
+#include "core/status.h"
+
+namespace cohort::coll {
+namespace {
+
+std::string chosen(const Selection &s, Collective c, size_t bytes, int ranks = 4) {
+  return s.choose(c, bytes, ranks).name;
+}
+
+TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) {
+  Selection s;
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8), "direct");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 16 * 1024 - 1), "direct");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 16 * 1024), "ring");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 17), "ring") << "direct stops at 16 ranks";
+  EXPECT_EQ(chosen(s, Collective::kBroadcast, 1 << 30), "chain");
+  EXPECT_EQ(chosen(s, Collective::kAlltoall, 0), "pairwise");
+  EXPECT_EQ(chosen(s, Collective::kBarrier, 0), "dissemination");
+}
+
+TEST(Selection, OverridesWinOverDefaultsAndLaterRulesOverEarlierOnes) {
+  Selection s;
+  ASSERT_EQ(Selection::parse("allreduce=ring; allreduce:0-4K=direct", &s), COHORT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 4095), "direct");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 4096), "ring");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 64), "direct") << "an override has no rank limit";
+  ASSERT_EQ(Selection::parse("allreduce:0-4K=direct, allreduce=ring", &s), COHORT_SUCCESS);
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8), "ring") << "the later rule covers it all";
+  ASSERT_EQ(Selection::parse("allreduce:1M-=direct", &s), COHORT_SUCCESS);
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20), "direct");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, (1 << 20) - 1), "ring");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 100), "direct") << "defaults still apply below";
+}
+
+TEST(Selection, DescribeListsOverridesFirstAndMarksThem) {
+  Selection s;
+  ASSERT_EQ(Selection::parse("reduce_scatter:64K-=ring", &s), COHORT_SUCCESS);
+  std::string text = s.describe();
+  size_t override_at = text.find("reduce_scatter  64K <= bytes < inf");
+  ASSERT_NE(override_at, std::string::npos) << text;
+  EXPECT_LT(override_at, text.find("allreduce")) << text;
+  EXPECT_NE(text.find("(COHORT_COLL_ALGO)"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 <= bytes < 16K, <= 16 ranks -> direct"), std::string::npos) << text;
+}
+
+TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
+  Selection s;
+  ASSERT_EQ(Selection::parse("allreduce=ring", &s), COHORT_SUCCESS);
+  const struct {
+    const char *text, *says;
+  } cases[] = {
+      {"allreduce", "no '='"},
+      {"allreduse=ring", "unknown collective 'allreduse'"},
+      {"allreduce=tree", "no algorithm 'tree' for allreduce (it has: ring, direct)"},
+      {"allreduce:4K-1K=direct", "the range is empty"},
+      {"allreduce:4X-=direct", "'4X' is not a size"},
+      {"allreduce:4096=direct", "a range is LO-HI"},
+      {"broadcast=chain;allgather:1-2=pairwise", "no algorithm 'pairwise' for allgather"},
+  };
+  for (const auto &c : cases) {
+    EXPECT_EQ(Selection::parse(c.text, &s), COHORT_ERR_INVALID_ARG) << c.text;
+    EXPECT_NE(last_error().find(c.says), std::string::npos) << c.text << ": " << last_error();
+    EXPECT_NE(last_error().find("COHORT_COLL_ALGO"), std::string::npos) << last_error();
+  }
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8), "ring") << "a failed parse changed nothing";
+}
+
+TEST(Selection, SizesParseWithSuffixesAndRejectOverflow) {
+  size_t v = 0;
+  EXPECT_TRUE(parse_bytes("16K", &v));
+  EXPECT_EQ(v, 16384u);
+  EXPECT_TRUE(parse_bytes("3M", &v));
+  EXPECT_EQ(v, 3u << 20);
+  EXPECT_TRUE(parse_bytes("0", &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_FALSE(parse_bytes("", &v));
+  EXPECT_FALSE(parse_bytes("-1", &v));
+  EXPECT_FALSE(parse_bytes("1KB", &v));
+  EXPECT_FALSE(parse_bytes("99999999999999999999999", &v));
+  EXPECT_FALSE(parse_bytes("17179869184G", &v));
+  EXPECT_EQ(format_bytes(16384), "16K");
+  EXPECT_EQ(format_bytes(1000), "1000");
+}
+
+}  // namespace
+}  // namespace cohort::coll
