@@ -231,12 +231,12 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up, 
 /* ------------------------------------------------------ host collectives */
 
 /* Collectives on host memory, blocking: every rank of the team calls the same collective with
- * matching arguments, in the same order.  Within one host they run over shared memory; teams
- * spanning hosts return COHORT_ERR_NOT_SUPPORTED until the UCX transport exists (issue 4 is
- * in progress).  In place as NCCL: sendbuf == recvbuf, or for allgather
+ * matching arguments, in the same order.  Within one host they run over shared memory,
+ * between hosts over UCX.  In place as NCCL: sendbuf == recvbuf, or for allgather
  * sendbuf == recvbuf + rank * count elements, for reduce-scatter
  * recvbuf == sendbuf + rank * count elements.  A collective that makes no progress for
- * COHORT_COLL_TIMEOUT seconds fails with COHORT_ERR_TIMEOUT naming the ranks it waits for.
+ * COHORT_COLL_TIMEOUT seconds fails with COHORT_ERR_TIMEOUT naming the ranks it waits for;
+ * the team then refuses further collectives (destroy it).
  * Call them from one thread per team at a time. */
 cohort_status_t cohort_allreduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, cohort_op_t op);
@@ -256,6 +256,36 @@ cohort_status_t cohort_reduce_scatter(cohort_team_t team, const void *sendbuf, v
 cohort_status_t cohort_alltoall(cohort_team_t team, const void *sendbuf, void *recvbuf,
                                 size_t count, cohort_dtype_t dtype);
 cohort_status_t cohort_barrier(cohort_team_t team);
+
+/* Nonblocking forms: the same arguments, plus a request that cohort_request_test (returns
+ * COHORT_IN_PROGRESS until done) or cohort_request_wait completes.  A team runs its posted
+ * collectives one at a time in posting order (blocking calls queue behind them); each test or
+ * wait moves the team's queue on.  Buffers belong to the collective until it completed.
+ * Free every request; a request freed unfinished still runs as the team progresses, and a
+ * request keeps its team alive after cohort_team_destroy. */
+typedef struct cohort_request *cohort_request_t;
+cohort_status_t cohort_allreduce_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                      size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                      cohort_request_t *request);
+cohort_status_t cohort_reduce_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                   size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
+                                   cohort_request_t *request);
+cohort_status_t cohort_broadcast_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                      size_t count, cohort_dtype_t dtype, int root,
+                                      cohort_request_t *request);
+cohort_status_t cohort_allgather_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, cohort_dtype_t dtype,
+                                      cohort_request_t *request);
+cohort_status_t cohort_reduce_scatter_post(cohort_team_t team, const void *sendbuf,
+                                           void *recvbuf, size_t recvcount, cohort_dtype_t dtype,
+                                           cohort_op_t op, cohort_request_t *request);
+cohort_status_t cohort_alltoall_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                     size_t count, cohort_dtype_t dtype,
+                                     cohort_request_t *request);
+cohort_status_t cohort_barrier_post(cohort_team_t team, cohort_request_t *request);
+cohort_status_t cohort_request_test(cohort_request_t request);
+cohort_status_t cohort_request_wait(cohort_request_t request);
+cohort_status_t cohort_request_free(cohort_request_t request);
 
 /* ------------------------------------------------------------- init report */
 

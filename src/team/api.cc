@@ -14,39 +14,55 @@
 namespace cohort {
 namespace {
 
+// Live objects by handle; ids are never reused, so a stale handle stays invalid forever.
+template <typename Handle, typename Value>
 class Registry {
  public:
-  cohort_team_t add(std::shared_ptr<TeamImpl> team) {
+  explicit Registry(uintptr_t first_id) : next_id_(first_id) {}
+
+  Handle add(std::shared_ptr<Value> value) {
     std::lock_guard<std::mutex> lock(mutex_);
     uintptr_t id = next_id_;
-    next_id_ += 16;  // never reused: a stale handle stays invalid forever
-    teams_.emplace(id, std::move(team));
-    return reinterpret_cast<cohort_team_t>(id);
+    next_id_ += 16;
+    values_.emplace(id, std::move(value));
+    return reinterpret_cast<Handle>(id);
   }
 
-  std::shared_ptr<TeamImpl> find(cohort_team_t handle) {
+  std::shared_ptr<Value> find(Handle handle) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
-    return it == teams_.end() ? nullptr : it->second;
+    auto it = values_.find(reinterpret_cast<uintptr_t>(handle));
+    return it == values_.end() ? nullptr : it->second;
   }
 
-  std::shared_ptr<TeamImpl> remove(cohort_team_t handle) {
+  std::shared_ptr<Value> remove(Handle handle) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = teams_.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == teams_.end()) return nullptr;
-    std::shared_ptr<TeamImpl> team = std::move(it->second);
-    teams_.erase(it);
-    return team;
+    auto it = values_.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == values_.end()) return nullptr;
+    std::shared_ptr<Value> value = std::move(it->second);
+    values_.erase(it);
+    return value;
   }
 
  private:
   std::mutex mutex_;
-  uintptr_t next_id_ = 0xc0400010;
-  std::unordered_map<uintptr_t, std::shared_ptr<TeamImpl>> teams_;
+  uintptr_t next_id_;
+  std::unordered_map<uintptr_t, std::shared_ptr<Value>> values_;
 };
 
-Registry &registry() {
-  static Registry *r = new Registry();  // outlives static destructors that may still call us
+Registry<cohort_team_t, TeamImpl> &registry() {
+  // Outlives static destructors that may still call us.
+  static auto *r = new Registry<cohort_team_t, TeamImpl>(0xc0400010);
+  return *r;
+}
+
+// A posted collective and the team it runs on (which it keeps alive).
+struct PostedRequest {
+  std::shared_ptr<TeamImpl> team;
+  std::shared_ptr<CollRequest> request;
+};
+
+Registry<cohort_request_t, PostedRequest> &requests() {
+  static auto *r = new Registry<cohort_request_t, PostedRequest>(0xc0500010);
   return *r;
 }
 
@@ -150,6 +166,34 @@ Status run_collective(const char *call, cohort_team_t handle, coll::Collective c
     if (is_error(s)) return s;
     return team->collective(collective, src, dst, count, dtype, op, root);
   });
+}
+
+// A posted collective through the C API: a request handle for test / wait / free.
+Status post_collective(const char *call, cohort_team_t handle, coll::Collective collective,
+                       const void *src, void *dst, size_t count, cohort_dtype_t dtype,
+                       cohort_op_t op, int root, cohort_request_t *out) {
+  return guarded(call, [&]() -> Status {
+    if (out == nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s: request (output) is NULL", call);
+    auto posted = std::make_shared<PostedRequest>();
+    Status s = ready_team(handle, &posted->team);
+    if (is_error(s)) return s;
+    s = posted->team->post_collective(collective, src, dst, count, dtype, op, root,
+                                      &posted->request);
+    if (is_error(s)) return s;
+    *out = requests().add(std::move(posted));
+    return COHORT_SUCCESS;
+  });
+}
+
+Status find_request(cohort_request_t handle, std::shared_ptr<PostedRequest> *out) {
+  if (handle == nullptr) return fail(COHORT_ERR_INVALID_ARG, "request is NULL");
+  *out = requests().find(handle);
+  if (!*out) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "request handle %p is not a live request (freed, or never posted)",
+                 static_cast<void *>(handle));
+  }
+  return COHORT_SUCCESS;
 }
 
 // The team, once ready, and a channel of its plan.
@@ -454,3 +498,83 @@ cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, 
 }
 
 }  // extern "C"
+
+#define COHORT_POSTED(call, collective, src, dst, count, dtype, op, root)                      \
+  cohort::post_collective(call, handle, cohort::coll::Collective::collective, src, dst, count, \
+                          dtype, op, root, request)
+
+cohort_status_t cohort_allreduce_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                      size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                      cohort_request_t *request) {
+  return COHORT_POSTED("cohort_allreduce_post", kAllreduce, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+cohort_status_t cohort_reduce_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                   size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
+                                   cohort_request_t *request) {
+  return COHORT_POSTED("cohort_reduce_post", kReduce, sendbuf, recvbuf, count, dtype, op, root);
+}
+
+cohort_status_t cohort_broadcast_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                      size_t count, cohort_dtype_t dtype, int root,
+                                      cohort_request_t *request) {
+  return COHORT_POSTED("cohort_broadcast_post", kBroadcast, sendbuf, recvbuf, count, dtype,
+                       COHORT_SUM, root);
+}
+
+cohort_status_t cohort_allgather_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, cohort_dtype_t dtype,
+                                      cohort_request_t *request) {
+  return COHORT_POSTED("cohort_allgather_post", kAllgather, sendbuf, recvbuf, sendcount, dtype,
+                       COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_reduce_scatter_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, cohort_dtype_t dtype, cohort_op_t op,
+                                           cohort_request_t *request) {
+  return COHORT_POSTED("cohort_reduce_scatter_post", kReduceScatter, sendbuf, recvbuf, recvcount,
+                       dtype, op, 0);
+}
+
+cohort_status_t cohort_alltoall_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                     size_t count, cohort_dtype_t dtype,
+                                     cohort_request_t *request) {
+  return COHORT_POSTED("cohort_alltoall_post", kAlltoall, sendbuf, recvbuf, count, dtype,
+                       COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_barrier_post(cohort_team_t handle, cohort_request_t *request) {
+  return COHORT_POSTED("cohort_barrier_post", kBarrier, nullptr, nullptr, 0, COHORT_INT8,
+                       COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_request_test(cohort_request_t handle) {
+  return cohort::guarded("cohort_request_test", [&]() -> cohort_status_t {
+    std::shared_ptr<cohort::PostedRequest> posted;
+    cohort::Status s = cohort::find_request(handle, &posted);
+    if (cohort::is_error(s)) return s;
+    return posted->team->test_request(posted->request);
+  });
+}
+
+cohort_status_t cohort_request_wait(cohort_request_t handle) {
+  return cohort::guarded("cohort_request_wait", [&]() -> cohort_status_t {
+    std::shared_ptr<cohort::PostedRequest> posted;
+    cohort::Status s = cohort::find_request(handle, &posted);
+    if (cohort::is_error(s)) return s;
+    return posted->team->wait_request(posted->request);
+  });
+}
+
+cohort_status_t cohort_request_free(cohort_request_t handle) {
+  return cohort::guarded("cohort_request_free", [&]() -> cohort_status_t {
+    if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "request is NULL");
+    if (!cohort::requests().remove(handle)) {
+      return cohort::failf(COHORT_ERR_INVALID_ARG,
+                           "request handle %p is not a live request (freed twice, or never "
+                           "posted)",
+                           static_cast<void *>(handle));
+    }
+    return COHORT_SUCCESS;  // an unfinished one still runs as its team progresses
+  });
+}

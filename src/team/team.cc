@@ -98,6 +98,11 @@ void TeamImpl::abandon_creation() {
 // the request's destructor; an MPI_Comm_idup cannot be cancelled, so one still pending is
 // left to finish on its own (it only is if a rank vanished after confirming check-in).
 void TeamImpl::release() {
+  for (const std::shared_ptr<CollRequest> &r : queue_) {
+    r->status = COHORT_ERR_ABORTED;
+    r->error = "team '" + config_.name + "' was aborted before this collective finished";
+  }
+  queue_.clear();
   release_ucx();
   exchange_.request.reset();
   checkin_.reset();

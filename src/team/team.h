@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/oob.h"
 #include "core/oob_mpi.h"
 #include "team/checkin.h"
+#include "team/coll_request.h"
 #include "team/config.h"
 #include "team/node_layout.h"
 #include "team/peer.h"
@@ -53,6 +55,13 @@ class TeamImpl {
   // cohort.h.
   Status collective(coll::Collective collective, const void *src, void *dst, size_t count,
                     cohort_dtype_t dtype, cohort_op_t op, int root);
+  // The same, posted: it runs after the team's earlier requests, as test/wait progress it.
+  Status post_collective(coll::Collective collective, const void *src, void *dst, size_t count,
+                         cohort_dtype_t dtype, cohort_op_t op, int root,
+                         std::shared_ptr<CollRequest> *out);
+  // COHORT_SUCCESS, COHORT_IN_PROGRESS or the request's failure (progresses the queue).
+  Status test_request(const std::shared_ptr<CollRequest> &request);
+  Status wait_request(const std::shared_ptr<CollRequest> &request);
 
   Status split(int color, int key, const cohort_team_config_t *config,
                std::shared_ptr<TeamImpl> *child);
@@ -113,16 +122,18 @@ class TeamImpl {
   void attach_host_channels(const std::vector<int> &local_ranks);
   void check_selection_agrees();
   Status connect_ucx();
-  // Waits until every UCX send of this rank has completed (a collective's last step).
-  Status drain_ucx_sends(const char *what);
+  bool ucx_sends_done() const;
+  std::vector<int> ucx_busy_ranks() const;
   void release_ucx();
   bool is_host_leader(int rank) const { return layout_.local_rank[rank] == 0; }
   Status check_collective(coll::Collective collective, const void *src, void *dst, size_t count,
                           cohort_dtype_t dtype, cohort_op_t op, int root) const;
   bool detect_in_place(coll::Collective collective, const void *src, const void *dst, size_t count,
                        size_t elem) const;
-  Status run_schedule(const coll::Algorithm &algorithm, const void *src, void *dst,
-                      cohort_dtype_t dtype);
+  void progress_requests();
+  void advance(CollRequest &request);
+  Status coll_timeout(const CollRequest &request) const;
+  void fail_queued(const CollRequest &failed);
   Status step_ready();
   Status load_topology();
   Status host_graph(std::vector<int32_t> *summary_words);
@@ -196,7 +207,8 @@ class TeamImpl {
   std::string connect_error_;
   coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults, read in the connect phase
   std::string selection_text_;
-  std::vector<char> scratch_;    // collectives' scratch, grown as needed
+  std::deque<std::shared_ptr<CollRequest>> queue_;  // posted collectives, the running one first
+  std::string coll_error_;       // a collective failed: the team runs no more (its message)
   double coll_timeout_s_ = 600;  // COHORT_COLL_TIMEOUT, read once in the connect phase
   unsigned spins_ = 0;  // polls before yielding in collectives: only with a core per local rank
   int64_t phase_start_ns_ = 0;

@@ -73,11 +73,31 @@ bool TeamImpl::detect_in_place(coll::Collective collective, const void *src, con
 
 Status TeamImpl::collective(coll::Collective collective, const void *src, void *dst, size_t count,
                             cohort_dtype_t dtype, cohort_op_t op, int root) {
+  std::shared_ptr<CollRequest> request;
+  Status s = post_collective(collective, src, dst, count, dtype, op, root, &request);
+  if (is_error(s)) return s;
+  return wait_request(request);
+}
+
+Status TeamImpl::post_collective(coll::Collective collective, const void *src, void *dst,
+                                 size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
+                                 std::shared_ptr<CollRequest> *out) {
   Status s = check_ready();
   if (is_error(s)) return s;
   if (s = check_collective(collective, src, dst, count, dtype, op, root); is_error(s)) return s;
+  if (!coll_error_.empty()) {
+    return failf(COHORT_ERR_INVALID_USAGE,
+                 "%s: team '%s' cannot run collectives after an earlier one failed (its "
+                 "channels hold an unfinished exchange): %s. Destroy the team",
+                 coll::collective_name(collective), config_.name.c_str(), coll_error_.c_str());
+  }
+  auto request = std::make_shared<CollRequest>();
+  *out = request;
   // Nothing to move: every rank passed count 0 (matching arguments), so none waits for another.
-  if (count == 0 && collective != coll::Collective::kBarrier) return COHORT_SUCCESS;
+  if (count == 0 && collective != coll::Collective::kBarrier) {
+    request->status = COHORT_SUCCESS;
+    return COHORT_SUCCESS;
+  }
   const size_t elem = tl_host::dtype_size(dtype);
   coll::CollArgs args;
   args.collective = collective;
@@ -90,48 +110,97 @@ Status TeamImpl::collective(coll::Collective collective, const void *src, void *
   args.elem_size = elem;
   args.ring = &plan_.rings[0];
   args.ring_position = plan_.ring_position[0][rank_];
-  const coll::AlgorithmInfo &info = selection_.choose(collective, count * elem, size_);
-  std::unique_ptr<coll::Algorithm> algorithm = info.make(args);
-  return run_schedule(*algorithm, src, dst, dtype);
+  request->algorithm = selection_.choose(collective, count * elem, size_).make(args);
+  request->buffers = tl_host::HostBuffers{src, dst, nullptr};
+  request->dtype = dtype;
+  queue_.push_back(request);
+  return COHORT_SUCCESS;
 }
 
-Status TeamImpl::run_schedule(const coll::Algorithm &algorithm, const void *src, void *dst,
-                              cohort_dtype_t dtype) {
-  const size_t scratch_bytes = algorithm.scratch_count() * tl_host::dtype_size(dtype);
-  if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);
-  const double timeout_s = coll_timeout_s_;
-  Status s;
-  tl_host::HostBuffers buffers{src, dst, scratch_.data()};
-  tl_host::Execution execution(algorithm, buffers, dtype, peer_channels_);
-  // UCX's worker is serialized: one thread at a time, for the whole collective.
-  std::unique_lock<std::mutex> ucx_lock;
-  if (ucx_worker_) ucx_lock = std::unique_lock<std::mutex>(ucx_worker_->mutex());
+Status TeamImpl::test_request(const std::shared_ptr<CollRequest> &request) {
+  if (request->status == COHORT_IN_PROGRESS) progress_requests();
+  if (is_error(request->status)) return fail(request->status, request->error);
+  return request->status;
+}
+
+Status TeamImpl::wait_request(const std::shared_ptr<CollRequest> &request) {
   Backoff backoff(spins_);
-  int64_t last_progress = now_ns();
   for (;;) {
-    // UCX moves bytes only inside progress: a rendezvous send already handed over waits on
-    // this rank's worker even while the schedule waits on a peer of this host.
-    if (ucx_worker_) ucx_worker_->progress();
-    s = execution.progress();
-    if (s == COHORT_SUCCESS && ucx_worker_) {
-      return drain_ucx_sends(coll::collective_name(algorithm.args().collective));
-    }
+    Status s = test_request(request);
     if (s != COHORT_IN_PROGRESS) return s;
-    if (execution.moved()) {
-      backoff.reset();
-      last_progress = now_ns();
-    } else if (now_ns() - last_progress > static_cast<int64_t>(timeout_s * 1e9)) {
-      std::vector<int> ranks = execution.waiting_on();
-      return failf(COHORT_ERR_TIMEOUT,
-                   "%s of %zu elements on team '%s' made no progress for %.3g s at %s: waiting "
-                   "for rank(s) %s (%s). Did every rank make this call, in the same order?",
-                   coll::collective_name(algorithm.args().collective), algorithm.args().count,
-                   config_.name.c_str(), timeout_s, execution.waiting().c_str(),
-                   format_rank_list(ranks).c_str(),
-                   ranks.empty() ? "none" : describe(ranks[0]).c_str());
-    }
+    if (request->moved) backoff.reset();
     backoff.pause();
   }
+}
+
+// Polls the head of the queue once, and starts the next as each finishes.
+void TeamImpl::progress_requests() {
+  // UCX's worker is serialized: one thread at a time.
+  std::unique_lock<std::mutex> ucx_lock;
+  if (ucx_worker_) ucx_lock = std::unique_lock<std::mutex>(ucx_worker_->mutex());
+  while (!queue_.empty()) {
+    CollRequest &head = *queue_.front();
+    advance(head);
+    if (head.status == COHORT_IN_PROGRESS) return;
+    queue_.pop_front();
+    if (is_error(head.status)) fail_queued(head);
+  }
+}
+
+void TeamImpl::advance(CollRequest &r) {
+  if (!r.execution) {
+    r.scratch.resize(r.algorithm->scratch_count() * tl_host::dtype_size(r.dtype));
+    r.buffers.scratch = r.scratch.data();
+    r.execution =
+        std::make_unique<tl_host::Execution>(*r.algorithm, r.buffers, r.dtype, peer_channels_);
+    r.last_progress_ns = now_ns();
+  }
+  // UCX moves bytes only inside progress: a rendezvous send already handed over waits on
+  // this rank's worker even while the schedule waits on a peer of this host.
+  if (ucx_worker_) ucx_worker_->progress();
+  Status s = r.draining ? COHORT_SUCCESS : r.execution->progress();
+  r.moved = !r.draining && r.execution->moved();
+  if (r.moved) r.last_progress_ns = now_ns();
+  if (s == COHORT_SUCCESS) {
+    // A collective's sends complete before it does: a rendezvous send needs this rank's
+    // worker to answer the receiver, and this rank may not call Cohort again for long.
+    r.draining = true;
+    if (ucx_sends_done()) {
+      r.status = COHORT_SUCCESS;
+      return;
+    }
+  } else if (is_error(s)) {
+    r.status = s;
+    r.error = last_error();
+    return;
+  }
+  if (now_ns() - r.last_progress_ns > static_cast<int64_t>(coll_timeout_s_ * 1e9)) {
+    r.status = coll_timeout(r);
+    r.error = last_error();
+  }
+}
+
+Status TeamImpl::coll_timeout(const CollRequest &r) const {
+  const coll::CollArgs &args = r.algorithm->args();
+  std::vector<int> ranks = r.draining ? ucx_busy_ranks() : r.execution->waiting_on();
+  std::string at = r.draining ? "its sends after the last step" : r.execution->waiting();
+  return failf(COHORT_ERR_TIMEOUT,
+               "%s of %zu elements on team '%s' made no progress for %.3g s at %s: waiting for "
+               "rank(s) %s (%s). Did every rank make this call, in the same order?",
+               coll::collective_name(args.collective), args.count, config_.name.c_str(),
+               coll_timeout_s_, at.c_str(), format_rank_list(ranks).c_str(),
+               ranks.empty() ? "none" : describe(ranks[0]).c_str());
+}
+
+// The channels now hold part of the failed exchange: what is queued behind it cannot run.
+void TeamImpl::fail_queued(const CollRequest &failed) {
+  coll_error_ = failed.error;
+  for (const std::shared_ptr<CollRequest> &r : queue_) {
+    r->status = COHORT_ERR_INVALID_USAGE;
+    r->error = strprintf("not run: an earlier collective on team '%s' failed: %s",
+                         config_.name.c_str(), failed.error.c_str());
+  }
+  queue_.clear();
 }
 
 }  // namespace cohort

@@ -170,27 +170,20 @@ Status TeamImpl::connect_ucx() {
   return COHORT_SUCCESS;
 }
 
-// A collective's sends must be complete before it returns: a rendezvous send needs this
-// rank's worker to answer the receiver, and this rank may not call Cohort again for long.
-Status TeamImpl::drain_ucx_sends(const char *what) {
-  const int64_t deadline = deadline_after(coll_timeout_s_);
-  Backoff backoff(spins_);
-  for (;;) {
-    std::vector<int> busy;
-    for (int r = 0; r < size_; ++r) {
-      if (ucx_to_[r] && ucx_to_[r]->in_flight() > 0) busy.push_back(r);
-    }
-    if (busy.empty()) return COHORT_SUCCESS;
-    if (now_ns() > deadline) {
-      return failf(COHORT_ERR_TIMEOUT,
-                   "%s on team '%s': sends to rank(s) %s (%s) did not complete within %.3g s "
-                   "after the last step",
-                   what, config_.name.c_str(), format_rank_list(busy).c_str(),
-                   describe(busy[0]).c_str(), coll_timeout_s_);
-    }
-    ucx_worker_->progress();
-    backoff.pause();
+// Ranks this rank's UCX sends still wait on (none without UCX).
+std::vector<int> TeamImpl::ucx_busy_ranks() const {
+  std::vector<int> busy;
+  for (int r = 0; r < static_cast<int>(ucx_to_.size()); ++r) {
+    if (ucx_to_[r] && ucx_to_[r]->in_flight() > 0) busy.push_back(r);
   }
+  return busy;
+}
+
+bool TeamImpl::ucx_sends_done() const {
+  for (const auto &channel : ucx_to_) {
+    if (channel && channel->in_flight() > 0) return false;
+  }
+  return true;
 }
 
 void TeamImpl::release_ucx() {

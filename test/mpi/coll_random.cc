@@ -180,7 +180,8 @@ std::vector<double> run_oracle(const Case &c, const Buffers &b, int rank, int si
       MPI_Reduce(wide.data(), result.data(), n, type, mpi_op(c.op), c.root, MPI_COMM_WORLD);
       break;
     case kBroadcast:
-      if (rank == c.root) std::memcpy(result.data(), wide.data(), c.count * wide_elem);
+      if (rank == c.root && c.count > 0)
+        std::memcpy(result.data(), wide.data(), c.count * wide_elem);
       MPI_Bcast(result.data(), n, type, c.root, MPI_COMM_WORLD);
       break;
     case kAllgather:

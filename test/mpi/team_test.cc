@@ -880,6 +880,63 @@ void scenario_coll() {
   if (g_rank == 0) printf("%ld collective calls checked, %ld wrong elements\n", cases, wrong);
 }
 
+// Posted collectives: several in flight at once complete in posting order whichever request
+// is tested first; a blocking call queues behind them; a request freed unfinished still runs;
+// a request outlives cohort_team_destroy; bad handles are named errors.
+void scenario_coll_post() {
+  const int per_node = opt_int("per-node", 0);
+  std::string host = "post-node-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
+  ScopedEnv host_env("COHORT_HOST_ID", per_node > 0 ? host.c_str() : getenv("COHORT_HOST_ID"));
+  cohort_team_t team = nullptr;
+  cohort_team_config_t cfg = config_with_timeout(30);
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  if (team == nullptr) return;
+  const int n = g_size;
+  std::vector<int64_t> sum(4096, g_rank + 1), bcast(1000, g_rank == 0 ? 7 : -1);
+  std::vector<int32_t> mine(300, g_rank), all(300 * n, -1);
+  cohort_request_t r[4] = {};
+  CHECK_STATUS(cohort_allreduce_post(team, sum.data(), sum.data(), sum.size(), COHORT_INT64,
+                                     COHORT_SUM, &r[0]),
+               COHORT_SUCCESS);
+  CHECK_STATUS(
+      cohort_broadcast_post(team, bcast.data(), bcast.data(), bcast.size(), COHORT_INT64, 0, &r[1]),
+      COHORT_SUCCESS);
+  CHECK_STATUS(
+      cohort_allgather_post(team, mine.data(), all.data(), mine.size(), COHORT_INT32, &r[2]),
+      COHORT_SUCCESS);
+  CHECK_STATUS(cohort_barrier_post(team, &r[3]), COHORT_SUCCESS);
+  // Wait for the last first: the earlier ones must have run before it.
+  CHECK_STATUS(cohort_request_wait(r[3]), COHORT_SUCCESS);
+  for (int k = 2; k >= 0; --k) CHECK_STATUS(cohort_request_test(r[k]), COHORT_SUCCESS);
+  long bad = 0;
+  for (int64_t v : sum) bad += v != static_cast<int64_t>(n) * (n + 1) / 2;
+  for (int64_t v : bcast) bad += v != 7;
+  for (int q = 0; q < n; ++q) bad += all[q * 300 + 299] != q || all[q * 300] != q;
+  CHECK(bad == 0, "%ld wrong elements after posted collectives", bad);
+  for (cohort_request_t &req : r) CHECK_STATUS(cohort_request_free(req), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_request_free(r[0]), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "not a live request"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_request_test(nullptr), COHORT_ERR_INVALID_ARG);
+  // Freed unfinished: it still runs, before the blocking call behind it.
+  int64_t a = g_rank, b = 0;
+  cohort_request_t freed = nullptr;
+  CHECK_STATUS(cohort_allreduce_post(team, &a, &a, 1, COHORT_INT64, COHORT_MAX, &freed),
+               COHORT_SUCCESS);
+  CHECK_STATUS(cohort_request_free(freed), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_allreduce(team, &a, &b, 1, COHORT_INT64, COHORT_SUM), COHORT_SUCCESS);
+  CHECK(a == n - 1 && b == static_cast<int64_t>(n) * (n - 1), "freed request: a %lld b %lld",
+        static_cast<long long>(a), static_cast<long long>(b));
+  // A request keeps its team: destroy, then wait.
+  int64_t c = 1;
+  cohort_request_t late = nullptr;
+  CHECK_STATUS(cohort_allreduce_post(team, &c, &c, 1, COHORT_INT64, COHORT_SUM, &late),
+               COHORT_SUCCESS);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_request_wait(late), COHORT_SUCCESS);
+  CHECK(c == n, "allreduce after destroy: %lld", static_cast<long long>(c));
+  CHECK_STATUS(cohort_request_free(late), COHORT_SUCCESS);
+}
+
 // COHORT_COLL_ALGO: a bad rule, or a value that differs on one rank, fails creation on every
 // rank with the same named error (ranks choosing differently would wait on each other).
 void scenario_algo_env() {
@@ -922,6 +979,10 @@ void scenario_coll_missing() {
     CHECK(s == COHORT_ERR_TIMEOUT, "status %s: %s", cohort_status_string(s), msg.c_str());
     CHECK(elapsed < 1.0 + 2.0, "failed after %.2f s", elapsed);
     if (g_rank == (skip == 0 ? 1 : 0)) printf("rank %d: %s\n", g_rank, msg.c_str());
+    // Its channels hold part of that exchange: the team refuses more, saying why.
+    CHECK_STATUS(cohort_barrier(team.get()), COHORT_ERR_INVALID_USAGE);
+    CHECK(contains(cohort_last_error(), "after an earlier one failed"), "message: %s",
+          cohort_last_error());
   }
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -1248,6 +1309,7 @@ int main(int argc, char **argv) {
       {"plan-graph-file", scenario_plan_graph_file},
       {"coll", scenario_coll},
       {"algo-env", scenario_algo_env},
+      {"coll-post", scenario_coll_post},
       {"coll-missing", scenario_coll_missing},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},

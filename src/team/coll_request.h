@@ -1,0 +1,31 @@
+// A posted host collective: its schedule, its scratch, and (once it reaches the head of its
+// team's queue) its execution.  A team runs its requests one at a time, in posting order:
+// every rank posts them in the same order, and they share the team's channels, whose byte
+// streams must not interleave two collectives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coll/schedule.h"
+#include "core/status.h"
+#include "tl_host/executor.h"
+
+namespace cohort {
+
+struct CollRequest {
+  std::unique_ptr<coll::Algorithm> algorithm;
+  tl_host::HostBuffers buffers;  // scratch set when it starts
+  cohort_dtype_t dtype = COHORT_INT8;
+  std::vector<char> scratch;
+  std::unique_ptr<tl_host::Execution> execution;
+  bool draining = false;         // schedule done, UCX sends still completing
+  int64_t last_progress_ns = 0;  // for COHORT_COLL_TIMEOUT
+  bool moved = false;            // the last poll moved bytes (a waiter resets its back-off)
+  Status status = COHORT_IN_PROGRESS;
+  std::string error;  // the failure's message
+};
+
+}  // namespace cohort
