@@ -15,15 +15,21 @@
 
 namespace cohort {
 
+constexpr uint32_t kIdlePollsPerClockRead = 64;
+
 struct CollRequest {
   std::unique_ptr<coll::Algorithm> algorithm;
   tl_host::HostBuffers buffers;  // scratch set when it starts
   cohort_dtype_t dtype = COHORT_INT8;
   std::vector<char> scratch;
-  std::unique_ptr<tl_host::Execution> execution;
-  bool draining = false;         // schedule done, UCX sends still completing
-  int64_t last_progress_ns = 0;  // for COHORT_COLL_TIMEOUT
-  bool moved = false;            // the last poll moved bytes (a waiter resets its back-off)
+  std::unique_ptr<tl_host::Execution> execution;  // kept (and restarted) when reused
+  bool started = false;
+  bool draining = false;  // schedule done, UCX sends still completing
+  // COHORT_COLL_TIMEOUT: idle polls since bytes last moved; the clock is read every
+  // kIdlePollsPerClockRead of them, from which the idle time is measured.
+  uint32_t idle_polls = 0;
+  int64_t idle_since_ns = 0;  // 0: not read since the last movement
+  bool moved = false;         // the last poll moved bytes (a waiter resets its back-off)
   Status status = COHORT_IN_PROGRESS;
   std::string error;  // the failure's message
 };

@@ -130,6 +130,9 @@ class TeamImpl {
                           cohort_dtype_t dtype, cohort_op_t op, int root) const;
   bool detect_in_place(coll::Collective collective, const void *src, const void *dst, size_t count,
                        size_t elem) const;
+  Status prepare(coll::Collective collective, const void *src, void *dst, size_t count,
+                 cohort_dtype_t dtype, cohort_op_t op, int root,
+                 const std::shared_ptr<CollRequest> &request);
   void progress_requests();
   void advance(CollRequest &request);
   Status coll_timeout(const CollRequest &request) const;
@@ -208,8 +211,9 @@ class TeamImpl {
   coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults, read in the connect phase
   std::string selection_text_;
   std::deque<std::shared_ptr<CollRequest>> queue_;  // posted collectives, the running one first
-  std::string coll_error_;       // a collective failed: the team runs no more (its message)
-  double coll_timeout_s_ = 600;  // COHORT_COLL_TIMEOUT, read once in the connect phase
+  std::string coll_error_;              // a collective failed: the team runs no more (its message)
+  std::shared_ptr<CollRequest> spare_;  // blocking calls' request, reused
+  double coll_timeout_s_ = 600;         // COHORT_COLL_TIMEOUT, read once in the connect phase
   unsigned spins_ = 0;  // polls before yielding in collectives: only with a core per local rank
   int64_t phase_start_ns_ = 0;
   int64_t phase_ns_[kNumPhases] = {};

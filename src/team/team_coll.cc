@@ -73,15 +73,29 @@ bool TeamImpl::detect_in_place(coll::Collective collective, const void *src, con
 
 Status TeamImpl::collective(coll::Collective collective, const void *src, void *dst, size_t count,
                             cohort_dtype_t dtype, cohort_op_t op, int root) {
-  std::shared_ptr<CollRequest> request;
-  Status s = post_collective(collective, src, dst, count, dtype, op, root, &request);
+  // A blocking call reuses the last one's request (and the memory its execution grew) when
+  // nothing else holds it.
+  if (!spare_ || spare_.use_count() > 1) spare_ = std::make_shared<CollRequest>();
+  Status s = prepare(collective, src, dst, count, dtype, op, root, spare_);
   if (is_error(s)) return s;
-  return wait_request(request);
+  return wait_request(spare_);
 }
 
 Status TeamImpl::post_collective(coll::Collective collective, const void *src, void *dst,
                                  size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
                                  std::shared_ptr<CollRequest> *out) {
+  auto request = std::make_shared<CollRequest>();
+  Status s = prepare(collective, src, dst, count, dtype, op, root, request);
+  if (is_error(s)) return s;
+  *out = std::move(request);
+  return COHORT_SUCCESS;
+}
+
+// Checks the call and queues `request` for it (or completes it at once when there is nothing
+// to move: every rank passed count 0, so none waits for another).
+Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst, size_t count,
+                         cohort_dtype_t dtype, cohort_op_t op, int root,
+                         const std::shared_ptr<CollRequest> &request) {
   Status s = check_ready();
   if (is_error(s)) return s;
   if (s = check_collective(collective, src, dst, count, dtype, op, root); is_error(s)) return s;
@@ -91,11 +105,15 @@ Status TeamImpl::post_collective(coll::Collective collective, const void *src, v
                  "channels hold an unfinished exchange): %s. Destroy the team",
                  coll::collective_name(collective), config_.name.c_str(), coll_error_.c_str());
   }
-  auto request = std::make_shared<CollRequest>();
-  *out = request;
-  // Nothing to move: every rank passed count 0 (matching arguments), so none waits for another.
+  CollRequest &r = *request;
+  r.status = COHORT_IN_PROGRESS;
+  r.error.clear();
+  r.draining = r.moved = false;
+  r.idle_polls = 0;
+  r.idle_since_ns = 0;
+  r.started = false;
   if (count == 0 && collective != coll::Collective::kBarrier) {
-    request->status = COHORT_SUCCESS;
+    r.status = COHORT_SUCCESS;
     return COHORT_SUCCESS;
   }
   const size_t elem = tl_host::dtype_size(dtype);
@@ -110,9 +128,9 @@ Status TeamImpl::post_collective(coll::Collective collective, const void *src, v
   args.elem_size = elem;
   args.ring = &plan_.rings[0];
   args.ring_position = plan_.ring_position[0][rank_];
-  request->algorithm = selection_.choose(collective, count * elem, size_).make(args);
-  request->buffers = tl_host::HostBuffers{src, dst, nullptr};
-  request->dtype = dtype;
+  r.algorithm = selection_.choose(collective, count * elem, size_).make(args);
+  r.buffers = tl_host::HostBuffers{src, dst, nullptr};
+  r.dtype = dtype;
   queue_.push_back(request);
   return COHORT_SUCCESS;
 }
@@ -148,19 +166,22 @@ void TeamImpl::progress_requests() {
 }
 
 void TeamImpl::advance(CollRequest &r) {
-  if (!r.execution) {
+  if (!r.started) {
+    r.started = true;
     r.scratch.resize(r.algorithm->scratch_count() * tl_host::dtype_size(r.dtype));
     r.buffers.scratch = r.scratch.data();
-    r.execution =
-        std::make_unique<tl_host::Execution>(*r.algorithm, r.buffers, r.dtype, peer_channels_);
-    r.last_progress_ns = now_ns();
+    if (r.execution) {
+      r.execution->restart(*r.algorithm, r.buffers, r.dtype);
+    } else {
+      r.execution =
+          std::make_unique<tl_host::Execution>(*r.algorithm, r.buffers, r.dtype, peer_channels_);
+    }
   }
   // UCX moves bytes only inside progress: a rendezvous send already handed over waits on
   // this rank's worker even while the schedule waits on a peer of this host.
   if (ucx_worker_) ucx_worker_->progress();
   Status s = r.draining ? COHORT_SUCCESS : r.execution->progress();
   r.moved = !r.draining && r.execution->moved();
-  if (r.moved) r.last_progress_ns = now_ns();
   if (s == COHORT_SUCCESS) {
     // A collective's sends complete before it does: a rendezvous send needs this rank's
     // worker to answer the receiver, and this rank may not call Cohort again for long.
@@ -174,7 +195,15 @@ void TeamImpl::advance(CollRequest &r) {
     r.error = last_error();
     return;
   }
-  if (now_ns() - r.last_progress_ns > static_cast<int64_t>(coll_timeout_s_ * 1e9)) {
+  if (r.moved) {
+    r.idle_polls = 0;
+    r.idle_since_ns = 0;
+    return;
+  }
+  if (++r.idle_polls % kIdlePollsPerClockRead != 0) return;
+  const int64_t now = now_ns();
+  if (r.idle_since_ns == 0) r.idle_since_ns = now;
+  if (now - r.idle_since_ns > static_cast<int64_t>(coll_timeout_s_ * 1e9)) {
     r.status = coll_timeout(r);
     r.error = last_error();
   }

@@ -15,11 +15,23 @@ size_t wire_bytes(size_t payload) {
 
 Execution::Execution(const coll::Algorithm &algorithm, const HostBuffers &buffers,
                      cohort_dtype_t dtype, const std::vector<PeerChannels> &peers)
-    : algorithm_(algorithm),
+    : algorithm_(&algorithm),
       buffers_(buffers),
       dtype_(dtype),
       elem_(dtype_size(dtype)),
       peers_(peers) {}
+
+void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buffers,
+                        cohort_dtype_t dtype) {
+  algorithm_ = &algorithm;
+  buffers_ = buffers;
+  dtype_ = dtype;
+  elem_ = dtype_size(dtype);
+  step_ = -1;
+  actions_.clear();
+  transfers_.clear();
+  moved_ = false;
+}
 
 char *Execution::address(const coll::Span &span) const {
   const void *base = span.buffer == coll::Buffer::kSrc   ? buffers_.src
@@ -29,7 +41,7 @@ char *Execution::address(const coll::Span &span) const {
 }
 
 void Execution::start_step() {
-  algorithm_.step(step_, &actions_);
+  algorithm_->step(step_, &actions_);
   transfers_.clear();
   for (const coll::Action &a : actions_) {
     if (a.verb != coll::Verb::kSend && a.verb != coll::Verb::kRecv &&
@@ -48,9 +60,9 @@ Status Execution::progress() {
   moved_ = false;
   if (step_ < 0) {
     step_ = 0;
-    if (algorithm_.num_steps() > 0) start_step();
+    if (algorithm_->num_steps() > 0) start_step();
   }
-  while (step_ < algorithm_.num_steps()) {
+  while (step_ < algorithm_->num_steps()) {
     // Transfers to or from one peer go in listed order: only the first unfinished one moves.
     busy_to_.clear();
     busy_from_.clear();
@@ -73,7 +85,7 @@ Status Execution::progress() {
     }
     run_local_actions();
     moved_ = true;
-    if (++step_ < algorithm_.num_steps()) start_step();
+    if (++step_ < algorithm_->num_steps()) start_step();
   }
   return COHORT_SUCCESS;
 }
@@ -119,10 +131,10 @@ Status Execution::advance_recv(Pending *p) {
       size_t payload = std::min(n, p->total - p->done);
       size_t count = payload / elem_;
       if (reduce && dst == operand) {
-        reduce_into(dst + p->done, bytes, count, dtype_, algorithm_.args().op);
+        reduce_into(dst + p->done, bytes, count, dtype_, algorithm_->args().op);
       } else if (reduce) {
         const void *ins[2] = {operand + p->done, bytes};
-        reduce_multi(dst + p->done, ins, 2, count, dtype_, algorithm_.args().op);
+        reduce_multi(dst + p->done, ins, 2, count, dtype_, algorithm_->args().op);
       } else {
         std::memcpy(dst + p->done, bytes, payload);
       }
@@ -135,7 +147,7 @@ Status Execution::advance_recv(Pending *p) {
 }
 
 std::string Execution::waiting() const {
-  std::string out = strprintf("step %d of %d", step_ + 1, algorithm_.num_steps());
+  std::string out = strprintf("step %d of %d", step_ + 1, algorithm_->num_steps());
   for (const Pending &p : transfers_) {
     if (p.done == p.wire) continue;
     bool sending = p.action.verb == coll::Verb::kSend;
@@ -162,10 +174,10 @@ void Execution::run_local_actions() {
         if (a.dst.count > 0) std::memmove(address(a.dst), address(a.src), a.dst.count * elem_);
         break;
       case coll::Verb::kReduce:
-        reduce_into(address(a.dst), address(a.src), a.dst.count, dtype_, algorithm_.args().op);
+        reduce_into(address(a.dst), address(a.src), a.dst.count, dtype_, algorithm_->args().op);
         break;
       case coll::Verb::kFinalize:
-        finalize_avg(address(a.dst), a.dst.count, dtype_, algorithm_.args().size);
+        finalize_avg(address(a.dst), a.dst.count, dtype_, algorithm_->args().size);
         break;
       default: break;
     }

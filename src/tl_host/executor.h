@@ -31,6 +31,8 @@ class Execution {
  public:
   Execution(const coll::Algorithm &algorithm, const HostBuffers &buffers, cohort_dtype_t dtype,
             const std::vector<PeerChannels> &peers);
+  // Starts over on another schedule over the same peers, keeping the memory it grew.
+  void restart(const coll::Algorithm &algorithm, const HostBuffers &buffers, cohort_dtype_t dtype);
 
   // COHORT_SUCCESS when the schedule has run to its end, COHORT_IN_PROGRESS while waiting on
   // peers, or an error (a schedule naming a peer without a channel).
@@ -57,7 +59,7 @@ class Execution {
   void run_local_actions();
   char *address(const coll::Span &span) const;
 
-  const coll::Algorithm &algorithm_;
+  const coll::Algorithm *algorithm_;
   HostBuffers buffers_;
   cohort_dtype_t dtype_;
   size_t elem_;
