@@ -1,9 +1,9 @@
 // Direct allreduce: every rank sends its whole input to every other, then reduces all inputs
-// itself.  n-1 messages of the full size per rank, one hop of latency: the choice for small
-// messages.  Step k pairs rank r's send to r + k with its receive from r - k, so every step
-// is a permutation and bounded channels never deadlock.  The inputs wait in scratch (one
-// slot per rank) and are combined in rank order on every rank, so floating-point results are
-// bit-identical everywhere.
+// itself.  n-1 messages of the full size per rank, all in one step (the executor moves a
+// step's transfers concurrently, so bounded channels cannot deadlock): one round of latency,
+// the choice for small messages.  The inputs wait in scratch (one slot per rank) and are
+// combined in rank order on every rank, so floating-point results are bit-identical
+// everywhere.
 #include "coll/steps.h"
 
 namespace cohort::coll {
@@ -13,10 +13,9 @@ class AllreduceDirect : public Algorithm {
  public:
   using Algorithm::Algorithm;
 
-  // Steps 1..n-1 exchange; the last of them (or step 0 alone) also reduces.
-  int num_steps() const override { return args_.size; }
+  int num_steps() const override { return 1; }
 
-  void step(int s, std::vector<Action> *out) const override {
+  void step(int, std::vector<Action> *out) const override {
     out->clear();
     const int n = args_.size, r = args_.rank;
     const Span input = span(Buffer::kSrc, 0, args_.count);
@@ -26,13 +25,12 @@ class AllreduceDirect : public Algorithm {
       if (args_.op == COHORT_AVG) finalize(out, dst);
       return;
     }
-    if (s == 0) {
-      copy(out, slot(r), input);  // in place, the output is about to be overwritten
-      return;
+    for (int k = 1; k < n; ++k) {  // rank r + k first: every rank starts with a different peer
+      send(out, (r + k) % n, input);
+      recv(out, (r - k + n) % n, slot((r - k + n) % n));
     }
-    send(out, (r + s) % n, input);
-    recv(out, (r - s + n) % n, slot((r - s + n) % n));
-    if (s < n - 1) return;
+    // Local actions run after the transfers, in order: in place, the output is the input.
+    copy(out, slot(r), input);
     copy(out, dst, slot(0));
     for (int j = 1; j < n; ++j) reduce(out, dst, slot(j));
     if (args_.op == COHORT_AVG) finalize(out, dst);
