@@ -287,6 +287,22 @@ cohort_status_t cohort_request_test(cohort_request_t request);
 cohort_status_t cohort_request_wait(cohort_request_t request);
 cohort_status_t cohort_request_free(cohort_request_t request);
 
+/* Point-to-point on host memory: `count` elements to or from team rank `peer` (self
+ * included, inside a group).  Messages between two ranks match in order; the receive's size
+ * must equal the send's.  Between cohort_group_start and cohort_group_end (per thread,
+ * nestable) operations are only checked and collected; the outermost cohort_group_end runs
+ * them all together and returns when all completed, so a group may exchange with many peers
+ * at once without deadlock (ring shifts, alltoallv).  If an operation in a group fails its
+ * check, that call returns the error and cohort_group_end runs nothing and returns it too.
+ * Outside a group each call is blocking (a send larger than the channel waits for its
+ * receive). */
+cohort_status_t cohort_send(cohort_team_t team, const void *buf, size_t count,
+                            cohort_dtype_t dtype, int peer);
+cohort_status_t cohort_recv(cohort_team_t team, void *buf, size_t count, cohort_dtype_t dtype,
+                            int peer);
+cohort_status_t cohort_group_start(void);
+cohort_status_t cohort_group_end(void);
+
 /* ------------------------------------------------------------- init report */
 
 #define COHORT_MAX_PHASES 16

@@ -27,6 +27,7 @@ enum class Buffer : uint8_t {
   kSrc,      // the caller's input (== kDst in place)
   kDst,      // the caller's output
   kScratch,  // executor-owned, sized by Algorithm::scratch_count()
+  kUser,     // one of the caller's buffers of a send/recv group, by Span::user
 };
 
 // `count` elements from element `offset` of a buffer.
@@ -34,6 +35,7 @@ struct Span {
   Buffer buffer = Buffer::kSrc;
   size_t offset = 0;
   size_t count = 0;
+  uint32_t user = 0;  // kUser: which buffer
 };
 
 enum class Verb : uint8_t {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/clock.h"
 #include "core/oob_mpi.h"
 #include "core/oob_user.h"
 #include "team/report.h"
@@ -194,6 +195,79 @@ Status find_request(cohort_request_t handle, std::shared_ptr<PostedRequest> *out
                  static_cast<void *>(handle));
   }
   return COHORT_SUCCESS;
+}
+
+// Send/recv: between cohort_group_start and cohort_group_end (per thread, nestable) the
+// operations are checked and collected; the outermost end posts each team's operations as one
+// request and waits for all.  Outside a group an operation is a group of one.
+struct GroupOp {
+  std::shared_ptr<TeamImpl> team;
+  P2POp op;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<GroupOp> ops;
+  Status error = COHORT_SUCCESS;  // the first failed check: the group runs nothing
+  std::string error_text;
+};
+
+thread_local GroupState t_group;
+
+Status run_group(std::vector<GroupOp> ops) {
+  std::vector<std::shared_ptr<TeamImpl>> teams;  // in order of first use
+  for (const GroupOp &g : ops) {
+    bool seen = false;
+    for (const auto &t : teams) seen = seen || t == g.team;
+    if (!seen) teams.push_back(g.team);
+  }
+  std::vector<std::shared_ptr<CollRequest>> requests(teams.size());
+  for (size_t t = 0; t < teams.size(); ++t) {
+    std::vector<P2POp> mine;
+    for (const GroupOp &g : ops) {
+      if (g.team == teams[t]) mine.push_back(g.op);
+    }
+    Status s = teams[t]->post_p2p(mine, &requests[t]);
+    if (is_error(s)) return s;
+  }
+  // Every team's request moves at each pass: a group spanning teams cannot wait on itself.
+  Backoff backoff;
+  Status result = COHORT_SUCCESS;
+  for (size_t done = 0; done < teams.size();) {
+    done = 0;
+    bool moved = false;
+    for (size_t t = 0; t < teams.size(); ++t) {
+      Status s = teams[t]->test_request(requests[t]);
+      if (s == COHORT_IN_PROGRESS) {
+        moved = moved || requests[t]->moved;
+        continue;
+      }
+      ++done;
+      if (is_error(s) && !is_error(result)) result = s;
+    }
+    if (done == teams.size()) break;
+    if (moved) backoff.reset();
+    backoff.pause();
+  }
+  return result;
+}
+
+Status p2p(const char *call, cohort_team_t handle, P2POp op) {
+  return guarded(call, [&]() -> Status {
+    std::shared_ptr<TeamImpl> team;
+    Status s = ready_team(handle, &team);
+    if (!is_error(s)) s = team->check_p2p(op);
+    if (t_group.depth == 0) return is_error(s) ? s : run_group({GroupOp{team, op}});
+    if (is_error(s)) {
+      if (!is_error(t_group.error)) {
+        t_group.error = s;
+        t_group.error_text = last_error();
+      }
+      return s;
+    }
+    t_group.ops.push_back(GroupOp{std::move(team), op});
+    return COHORT_SUCCESS;
+  });
 }
 
 // The team, once ready, and a channel of its plan.
@@ -576,5 +650,44 @@ cohort_status_t cohort_request_free(cohort_request_t handle) {
                            static_cast<void *>(handle));
     }
     return COHORT_SUCCESS;  // an unfinished one still runs as its team progresses
+  });
+}
+
+cohort_status_t cohort_send(cohort_team_t handle, const void *buf, size_t count,
+                            cohort_dtype_t dtype, int peer) {
+  return cohort::p2p("cohort_send", handle,
+                     cohort::P2POp{true, const_cast<void *>(buf), count, dtype, peer});
+}
+
+cohort_status_t cohort_recv(cohort_team_t handle, void *buf, size_t count, cohort_dtype_t dtype,
+                            int peer) {
+  return cohort::p2p("cohort_recv", handle, cohort::P2POp{false, buf, count, dtype, peer});
+}
+
+cohort_status_t cohort_group_start(void) {
+  ++cohort::t_group.depth;
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_group_end(void) {
+  return cohort::guarded("cohort_group_end", [&]() -> cohort_status_t {
+    cohort::GroupState &g = cohort::t_group;
+    if (g.depth == 0) {
+      return cohort::fail(COHORT_ERR_INVALID_USAGE,
+                          "cohort_group_end without a matching cohort_group_start");
+    }
+    if (--g.depth > 0) return COHORT_SUCCESS;
+    std::vector<cohort::GroupOp> ops = std::move(g.ops);
+    g.ops.clear();
+    cohort::Status error = g.error;
+    std::string text = std::move(g.error_text);
+    g.error = COHORT_SUCCESS;
+    if (cohort::is_error(error)) {
+      return cohort::failf(error,
+                           "cohort_group_end: the group ran nothing: an operation in it "
+                           "failed its check: %s",
+                           text.c_str());
+    }
+    return cohort::run_group(std::move(ops));
   });
 }

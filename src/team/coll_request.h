@@ -17,7 +17,17 @@ namespace cohort {
 
 constexpr uint32_t kIdlePollsPerClockRead = 64;
 
+// One send or receive of a group (cohort_send / cohort_recv).
+struct P2POp {
+  bool send = true;
+  void *buf = nullptr;  // read for a send
+  size_t count = 0;
+  cohort_dtype_t dtype = COHORT_INT8;
+  int peer = 0;
+};
+
 struct CollRequest {
+  const char *what = "";  // "allreduce", ..., "send/recv group": names it in messages
   std::unique_ptr<coll::Algorithm> algorithm;
   tl_host::HostBuffers buffers;  // scratch set when it starts
   cohort_dtype_t dtype = COHORT_INT8;

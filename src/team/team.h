@@ -59,6 +59,10 @@ class TeamImpl {
   Status post_collective(coll::Collective collective, const void *src, void *dst, size_t count,
                          cohort_dtype_t dtype, cohort_op_t op, int root,
                          std::shared_ptr<CollRequest> *out);
+  // A send/recv group on this team (team_p2p.cc): every operation checked first, then posted
+  // as one request.  check_p2p is the per-operation check, done when it is called.
+  Status check_p2p(const P2POp &op) const;
+  Status post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out);
   // COHORT_SUCCESS, COHORT_IN_PROGRESS or the request's failure (progresses the queue).
   Status test_request(const std::shared_ptr<CollRequest> &request);
   Status wait_request(const std::shared_ptr<CollRequest> &request);
@@ -130,6 +134,8 @@ class TeamImpl {
                           cohort_dtype_t dtype, cohort_op_t op, int root) const;
   bool detect_in_place(coll::Collective collective, const void *src, const void *dst, size_t count,
                        size_t elem) const;
+  Status usable_for(const char *what) const;
+  Status check_host_memory(const char *what, const char *which, const void *buf) const;
   Status prepare(coll::Collective collective, const void *src, void *dst, size_t count,
                  cohort_dtype_t dtype, cohort_op_t op, int root,
                  const std::shared_ptr<CollRequest> &request);

@@ -42,18 +42,18 @@ Status TeamImpl::check_collective(coll::Collective collective, const void *src, 
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", name,
                  needs_src && src == nullptr ? "sendbuf" : "recvbuf", count);
   }
+  s = check_host_memory(name, "sendbuf", needs_src ? src : nullptr);
+  return is_error(s) ? s : check_host_memory(name, "recvbuf", needs_dst ? dst : nullptr);
+}
+
+Status TeamImpl::check_host_memory(const char *what, const char *which, const void *buf) const {
   // Only a process that uses a GPU asks CUDA (the query needs the runtime up).
-  if (peers_[rank_].cuda_device >= 0) {
-    const void *buffers[2] = {needs_src ? src : nullptr, needs_dst ? dst : nullptr};
-    for (int k = 0; k < 2; ++k) {
-      if (buffers[k] == nullptr || memory_type(buffers[k]) != MemoryType::kDevice) continue;
-      return failf(COHORT_ERR_NOT_SUPPORTED,
-                   "%s: %s is GPU memory; collectives on device buffers are not built yet: pass "
-                   "host (or managed) memory",
-                   name, k == 0 ? "sendbuf" : "recvbuf");
-    }
-  }
-  return COHORT_SUCCESS;
+  if (buf == nullptr || peers_[rank_].cuda_device < 0) return COHORT_SUCCESS;
+  if (memory_type(buf) != MemoryType::kDevice) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_NOT_SUPPORTED,
+               "%s: %s is GPU memory; collectives on device buffers are not built yet: pass host "
+               "(or managed) memory",
+               what, which);
 }
 
 // NCCL's in-place conventions: the same buffer, or for allgather / reduce-scatter the rank's
@@ -91,21 +91,27 @@ Status TeamImpl::post_collective(coll::Collective collective, const void *src, v
   return COHORT_SUCCESS;
 }
 
+// Ready, and no earlier collective failed (its channels would hold part of that exchange).
+Status TeamImpl::usable_for(const char *what) const {
+  Status s = check_ready();
+  if (is_error(s)) return s;
+  if (coll_error_.empty()) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_INVALID_USAGE,
+               "%s: team '%s' cannot run collectives after an earlier one failed (its channels "
+               "hold an unfinished exchange): %s. Destroy the team",
+               what, config_.name.c_str(), coll_error_.c_str());
+}
+
 // Checks the call and queues `request` for it (or completes it at once when there is nothing
 // to move: every rank passed count 0, so none waits for another).
 Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst, size_t count,
                          cohort_dtype_t dtype, cohort_op_t op, int root,
                          const std::shared_ptr<CollRequest> &request) {
-  Status s = check_ready();
+  Status s = usable_for(coll::collective_name(collective));
   if (is_error(s)) return s;
   if (s = check_collective(collective, src, dst, count, dtype, op, root); is_error(s)) return s;
-  if (!coll_error_.empty()) {
-    return failf(COHORT_ERR_INVALID_USAGE,
-                 "%s: team '%s' cannot run collectives after an earlier one failed (its "
-                 "channels hold an unfinished exchange): %s. Destroy the team",
-                 coll::collective_name(collective), config_.name.c_str(), coll_error_.c_str());
-  }
   CollRequest &r = *request;
+  r.what = coll::collective_name(collective);
   r.status = COHORT_IN_PROGRESS;
   r.error.clear();
   r.draining = r.moved = false;
@@ -129,7 +135,9 @@ Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst
   args.ring = &plan_.rings[0];
   args.ring_position = plan_.ring_position[0][rank_];
   r.algorithm = selection_.choose(collective, count * elem, size_).make(args);
-  r.buffers = tl_host::HostBuffers{src, dst, nullptr};
+  r.buffers.src = src;
+  r.buffers.dst = dst;
+  r.buffers.scratch = nullptr;
   r.dtype = dtype;
   queue_.push_back(request);
   return COHORT_SUCCESS;
@@ -216,8 +224,8 @@ Status TeamImpl::coll_timeout(const CollRequest &r) const {
   return failf(COHORT_ERR_TIMEOUT,
                "%s of %zu elements on team '%s' made no progress for %.3g s at %s: waiting for "
                "rank(s) %s (%s). Did every rank make this call, in the same order?",
-               coll::collective_name(args.collective), args.count, config_.name.c_str(),
-               coll_timeout_s_, at.c_str(), format_rank_list(ranks).c_str(),
+               r.what, args.count, config_.name.c_str(), coll_timeout_s_, at.c_str(),
+               format_rank_list(ranks).c_str(),
                ranks.empty() ? "none" : describe(ranks[0]).c_str());
 }
 

@@ -34,9 +34,10 @@ void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buf
 }
 
 char *Execution::address(const coll::Span &span) const {
-  const void *base = span.buffer == coll::Buffer::kSrc   ? buffers_.src
-                     : span.buffer == coll::Buffer::kDst ? buffers_.dst
-                                                         : buffers_.scratch;
+  const void *base = span.buffer == coll::Buffer::kSrc    ? buffers_.src
+                     : span.buffer == coll::Buffer::kDst  ? buffers_.dst
+                     : span.buffer == coll::Buffer::kUser ? buffers_.user[span.user]
+                                                          : buffers_.scratch;
   return const_cast<char *>(static_cast<const char *>(base)) + span.offset * elem_;
 }
 

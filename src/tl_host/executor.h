@@ -17,7 +17,8 @@ namespace cohort::tl_host {
 struct HostBuffers {
   const void *src = nullptr;
   void *dst = nullptr;
-  void *scratch = nullptr;  // Algorithm::scratch_count() elements
+  void *scratch = nullptr;   // Algorithm::scratch_count() elements
+  std::vector<void *> user;  // coll::Buffer::kUser spans (send/recv groups)
 };
 
 // The channels to and from each team rank (null for this rank and for peers the schedule

@@ -54,6 +54,8 @@ add "3 coll-missing --skip 1 @COHORT_COLL_TIMEOUT=1"
 for np in 1 3; do add "$np algo-env"; done
 for np in 1 2 3 4 8; do add "$np coll-post"; done
 add "4 coll-post --per-node 2 @UCX_TLS=tcp,self"
+for np in 1 2 3 4 8; do add "$np p2p"; done
+add "5 p2p --per-node 3 @UCX_TLS=tcp,self"
 # Each allreduce algorithm on every size (the defaults pick direct only for small ones).
 add "4 coll --quick 1 @COHORT_COLL_ALGO=allreduce=direct"
 add "3 coll --quick 1 @COHORT_COLL_ALGO=allreduce=ring"

@@ -937,6 +937,70 @@ void scenario_coll_post() {
   CHECK_STATUS(cohort_request_free(late), COHORT_SUCCESS);
 }
 
+// Send/recv: a ring shift of 1 MiB (larger than any channel: only a group can do it), an
+// alltoallv with a different size per pair and self included, blocking pairs, and errors.
+void scenario_p2p() {
+  const int per_node = opt_int("per-node", 0);
+  std::string host = "p2p-node-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
+  ScopedEnv host_env("COHORT_HOST_ID", per_node > 0 ? host.c_str() : getenv("COHORT_HOST_ID"));
+  cohort::Team team(MPI_COMM_WORLD);
+  const int n = g_size, r = g_rank, next = (r + 1) % n, prev = (r + n - 1) % n;
+  std::vector<int32_t> out(1 << 18), in(1 << 18, -1);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(r * 1000003 + i);
+  CHECK_STATUS(cohort_group_start(), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_send(team.get(), out.data(), out.size(), COHORT_INT32, next), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_recv(team.get(), in.data(), in.size(), COHORT_INT32, prev), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_group_end(), COHORT_SUCCESS);
+  long bad = 0;
+  for (size_t i = 0; i < in.size(); ++i) bad += in[i] != static_cast<int32_t>(prev * 1000003 + i);
+  CHECK(bad == 0, "ring shift: %ld wrong elements", bad);
+  // alltoallv: r sends (r + 1) * (q + 1) * 100 doubles to q, self included, nested groups.
+  auto bytes_of = [](int from, int to) { return static_cast<size_t>((from + 1) * (to + 1) * 100); };
+  std::vector<std::vector<double>> to(n), from(n);
+  CHECK_STATUS(cohort_group_start(), COHORT_SUCCESS);
+  for (int q = 0; q < n; ++q) {
+    to[q].assign(bytes_of(r, q), r + q * 0.5);
+    from[q].assign(bytes_of(q, r), -1);
+    CHECK_STATUS(cohort_group_start(), COHORT_SUCCESS);
+    CHECK_STATUS(cohort_send(team.get(), to[q].data(), to[q].size(), COHORT_FLOAT64, q),
+                 COHORT_SUCCESS);
+    CHECK_STATUS(cohort_group_end(), COHORT_SUCCESS);  // inner end: nothing runs yet
+  }
+  for (int q = n - 1; q >= 0; --q) {
+    CHECK_STATUS(cohort_recv(team.get(), from[q].data(), from[q].size(), COHORT_FLOAT64, q),
+                 COHORT_SUCCESS);
+  }
+  CHECK_STATUS(cohort_group_end(), COHORT_SUCCESS);
+  bad = 0;
+  for (int q = 0; q < n; ++q) {
+    for (double v : from[q]) bad += v != q + r * 0.5;
+  }
+  CHECK(bad == 0, "alltoallv: %ld wrong elements", bad);
+  // Blocking pairs: even ranks send a small message to the next odd one.
+  int64_t word = 1000 + r;
+  if (r % 2 == 0 && r + 1 < n) {
+    CHECK_STATUS(cohort_send(team.get(), &word, 1, COHORT_INT64, r + 1), COHORT_SUCCESS);
+  } else if (r % 2 == 1) {
+    CHECK_STATUS(cohort_recv(team.get(), &word, 1, COHORT_INT64, r - 1), COHORT_SUCCESS);
+    CHECK(word == 1000 + r - 1, "blocking recv got %lld", static_cast<long long>(word));
+  }
+  // Errors: named, and a group with a bad operation runs nothing (on every rank alike here).
+  CHECK_STATUS(cohort_recv(team.get(), &word, 1, COHORT_INT64, n), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "outside the team"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_group_end(), COHORT_ERR_INVALID_USAGE);
+  CHECK_STATUS(cohort_group_start(), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_send(team.get(), out.data(), out.size(), COHORT_INT32, next), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_send(team.get(), nullptr, 4, COHORT_INT32, next), COHORT_ERR_INVALID_ARG);
+  CHECK_STATUS(cohort_group_end(), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "ran nothing"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_group_start(), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_recv(team.get(), in.data(), 1, COHORT_INT32, r), COHORT_SUCCESS);
+  CHECK_STATUS(cohort_group_end(), COHORT_ERR_INVALID_USAGE);
+  CHECK(contains(cohort_last_error(), "receive from self"), "message: %s", cohort_last_error());
+  // The team still works after refused groups (nothing was sent).
+  CHECK_STATUS(cohort_barrier(team.get()), COHORT_SUCCESS);
+}
+
 // COHORT_COLL_ALGO: a bad rule, or a value that differs on one rank, fails creation on every
 // rank with the same named error (ranks choosing differently would wait on each other).
 void scenario_algo_env() {
@@ -1310,6 +1374,7 @@ int main(int argc, char **argv) {
       {"coll", scenario_coll},
       {"algo-env", scenario_algo_env},
       {"coll-post", scenario_coll_post},
+      {"p2p", scenario_p2p},
       {"coll-missing", scenario_coll_missing},
       {"cycles", scenario_cycles},
       {"bad-input", scenario_bad_input},
