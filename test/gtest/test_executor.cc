@@ -168,8 +168,10 @@ void run(const Case &c) {
       // In place: reduce-scatter's output is the rank's block of its input.
       size_t dst_offset =
           c.in_place && c.collective == coll::Collective::kReduceScatter ? r * c.count * elem : 0;
-      HostBuffers buffers{c.in_place ? dst[r].data() : src[r].data(), dst[r].data() + dst_offset,
-                          scratch[r].data()};
+      HostBuffers buffers;
+      buffers.src = c.in_place ? dst[r].data() : src[r].data();
+      buffers.dst = dst[r].data() + dst_offset;
+      buffers.scratch = scratch[r].data();
       Execution execution(*algorithms[r], buffers, c.dtype, peers);
       Backoff backoff;
       int64_t deadline = deadline_after(60);

@@ -86,7 +86,9 @@ class Simulator {
       case Buffer::kSrc: return me.src->data() + me.src_base + s.offset;
       case Buffer::kDst: return me.dst->data() + me.dst_base + s.offset;
       case Buffer::kScratch: return me.scratch.data() + s.offset;
+      case Buffer::kUser: break;  // send/recv groups only: no collective schedule uses it
     }
+    ADD_FAILURE() << "a collective schedule named a caller's group buffer";
     return nullptr;
   }
 
