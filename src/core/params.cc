@@ -42,6 +42,10 @@ const std::vector<ParamSpec> kParams = {
     {"SHM_MAILBOX_BYTES", ParamType::kInt, "65536", "bytes", "", 64,
      "shared-memory mailbox between two ranks of a host (a power of two); a host of L ranks "
      "maps L x L of them"},
+    {"SHM_SINGLE_COPY_BYTES", ParamType::kInt, "131072", "bytes", "", 0,
+     "within a host, messages of at least this size are read straight from the sender's memory "
+     "(cross-memory attach) instead of through the mailbox; 0: never.  Off by itself where "
+     "the kernel refuses"},
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", 0.001,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},

@@ -125,6 +125,9 @@ class TeamImpl {
   Status post_connect();
   void attach_host_channels(const std::vector<int> &local_ranks);
   void check_selection_agrees();
+  uint64_t settings_hash() const;
+  void probe_single_copy(const std::vector<int> &local_ranks);
+  void enable_single_copy(const std::vector<char> &ok_by_rank);
   Status connect_ucx();
   bool ucx_sends_done() const;
   std::vector<int> ucx_busy_ranks() const;
@@ -216,6 +219,8 @@ class TeamImpl {
   std::string connect_error_;
   coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults, read in the connect phase
   std::string selection_text_;
+  size_t single_copy_min_ = 0;   // COHORT_SHM_SINGLE_COPY_BYTES
+  bool single_copy_ok_ = false;  // this rank can read its next local rank's memory
   std::deque<std::shared_ptr<CollRequest>> queue_;  // posted collectives, the running one first
   std::string coll_error_;              // a collective failed: the team runs no more (its message)
   std::shared_ptr<CollRequest> spare_;  // blocking calls' request, reused

@@ -17,7 +17,6 @@
 #include "core/params.h"
 #include "team/rank_list.h"
 #include "team/team.h"
-#include "tl_ucx/channel.h"
 
 namespace cohort {
 namespace {
@@ -33,9 +32,14 @@ struct UcxRecord {
   char address[kMaxUcxAddress];
 };
 
+// What a local peer reads from this process to learn whether single copy works here.
+constexpr uint64_t kProbeMagic = 0x434f484f52545052;  // "COHORTPR"
+const volatile uint64_t g_probe = kProbeMagic;
+
 struct ConnectRecord {
   tl_host::SegmentInfo segment;
-  uint64_t selection_hash;  // of COHORT_COLL_ALGO: every rank must choose alike
+  uint64_t selection_hash;  // of the collective settings: every rank must choose alike
+  uint64_t probe_address;   // of g_probe in this process
   UcxRecord ucx;            // only sent when the team spans hosts
 };
 
@@ -53,9 +57,13 @@ Status TeamImpl::post_connect() {
   const bool spans_hosts = layout_.node_count > 1;
   Status s = local_phase_status(Phase::kConnect);
   if (!is_error(s)) {
+    int64_t single_copy = 0;
     s = param_string("COLL_ALGO", &selection_text_);
     if (!is_error(s)) s = coll::Selection::parse(selection_text_, &selection_);
-    record.selection_hash = fnv1a(selection_text_);
+    if (!is_error(s)) s = param_int("SHM_SINGLE_COPY_BYTES", &single_copy);
+    single_copy_min_ = static_cast<size_t>(single_copy);
+    record.selection_hash = settings_hash();
+    record.probe_address = reinterpret_cast<uint64_t>(&g_probe);
   }
   if (!is_error(s) && is_host_leader(rank_) && layout_.local_size[rank_] > 1) {
     int64_t capacity = 0;
@@ -114,15 +122,20 @@ Status TeamImpl::step_connect() {
 
 // Ranks that choose algorithms differently would wait on each other until the collective
 // timeout: a COHORT_COLL_ALGO that differs is refused at creation, naming a rank.
+uint64_t TeamImpl::settings_hash() const {
+  return fnv1a(selection_text_ + "\n" + std::to_string(single_copy_min_));
+}
+
 void TeamImpl::check_selection_agrees() {
-  const uint64_t mine = fnv1a(selection_text_);
+  const uint64_t mine = settings_hash();
   for (int r = 0; r < size_ && !is_error(connect_status_); ++r) {
     const auto *theirs = reinterpret_cast<const ConnectRecord *>(payload_of(r));
     if (theirs->selection_hash == mine) continue;
     connect_status_ = failf(COHORT_ERR_INVALID_USAGE,
-                            "COHORT_COLL_ALGO differs between ranks: %s has another value than "
-                            "rank %d ('%s'); set it alike on every rank",
-                            describe(r).c_str(), rank_, selection_text_.c_str());
+                            "COHORT_COLL_ALGO or COHORT_SHM_SINGLE_COPY_BYTES differs between "
+                            "ranks: %s has other values than rank %d ('%s', %zu); set them alike "
+                            "on every rank",
+                            describe(r).c_str(), rank_, selection_text_.c_str(), single_copy_min_);
     connect_error_ = last_error();
   }
 }
@@ -136,9 +149,42 @@ void TeamImpl::attach_host_channels(const std::vector<int> &local_ranks) {
   }
   if (host_channels_) {
     peer_channels_ = host_channels_->bind(layout_.local_rank[rank_], local_ranks, size_);
+    probe_single_copy(local_ranks);
   } else {
     peer_channels_.assign(size_, tl_host::PeerChannels{});
   }
+}
+
+// Whether this rank can read the next local rank's memory (cross-memory attach: same user,
+// ptrace permitted, the system call not filtered).  Reported in the ready phase; single copy
+// is used on a host only if every rank of it can.
+void TeamImpl::probe_single_copy(const std::vector<int> &local_ranks) {
+  single_copy_ok_ = false;
+  if (single_copy_min_ == 0 || local_ranks.size() < 2) return;
+  const int me = layout_.local_rank[rank_];
+  const int peer = local_ranks[(me + 1) % local_ranks.size()];
+  const auto *record = reinterpret_cast<const ConnectRecord *>(payload_of(peer));
+  uint64_t value = 0;
+  Status s = tl_host::read_process_memory(peers_[peer].pid,
+                                          reinterpret_cast<const void *>(record->probe_address),
+                                          &value, sizeof(value));
+  single_copy_ok_ = !is_error(s) && value == kProbeMagic;
+  if (!single_copy_ok_) {
+    COHORT_LOG_INFO(COLL, "%s: no single copy on this host: %s", config_.name.c_str(),
+                    is_error(s) ? last_error().c_str() : "the probe read the wrong value");
+  }
+}
+
+// After ready: every rank of this host reported whether its probe worked.
+void TeamImpl::enable_single_copy(const std::vector<char> &ok_by_rank) {
+  if (!host_channels_ || single_copy_min_ == 0) return;
+  std::vector<int> pid_of_local(layout_.local_size[rank_], 0);
+  for (int r = 0; r < size_; ++r) {
+    if (layout_.node_of_rank[r] != layout_.node_of_rank[rank_]) continue;
+    if (!ok_by_rank[r]) return;
+    pid_of_local[layout_.local_rank[r]] = peers_[r].pid;
+  }
+  host_channels_->enable_references(single_copy_min_, pid_of_local);
 }
 
 // An endpoint and a pair of channels per rank on another host.  Receives are posted, and

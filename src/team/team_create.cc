@@ -275,15 +275,24 @@ Status TeamImpl::step_ready() {
   if (!exchange_.request) {
     Status s = local_phase_status(Phase::kReady);
     if (!is_error(s) && is_error(connect_status_)) s = fail(connect_status_, connect_error_);
-    return post_exchange(*oob_, Phase::kReady, "ready", phase_channel(Phase::kReady), s, phase_ns_,
-                         sizeof(int64_t) * kNumReportPhases);
+    // The phase timings, then whether single copy works from this rank.
+    int64_t record[kNumReportPhases + 1];
+    std::memcpy(record, phase_ns_, sizeof(int64_t) * kNumReportPhases);
+    record[kNumReportPhases] = single_copy_ok_ ? 1 : 0;
+    return post_exchange(*oob_, Phase::kReady, "ready", phase_channel(Phase::kReady), s, record,
+                         sizeof(record));
   }
   Status s = poll_exchange();
   if (s != COHORT_SUCCESS) return s;
   std::vector<std::vector<int64_t>> timings(size_, std::vector<int64_t>(kNumReportPhases));
+  std::vector<char> single_copy_ok(size_);
   for (int r = 0; r < size_; ++r) {
     std::memcpy(timings[r].data(), payload_of(r), sizeof(int64_t) * kNumReportPhases);
+    int64_t ok = 0;
+    std::memcpy(&ok, payload_of(r) + sizeof(int64_t) * kNumReportPhases, sizeof(ok));
+    single_copy_ok[r] = ok != 0;
   }
+  enable_single_copy(single_copy_ok);
   exchange_.request.reset();
   const char *names[kNumReportPhases];
   for (int p = 0; p < kNumReportPhases; ++p) names[p] = phase_name(static_cast<Phase>(p));

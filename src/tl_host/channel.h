@@ -9,6 +9,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
 
 namespace cohort::tl_host {
 
@@ -21,6 +24,14 @@ class SendChannel {
   virtual void *reserve(size_t *bytes) = 0;
   // Publishes `bytes` of the reserved space (a multiple of kChannelAlign).
   virtual void commit(size_t bytes) = 0;
+
+  // Single copy (ranks of one host): a message of at least reference_min() bytes (0: never)
+  // goes as a reference to the sender's memory, which the receiver reads directly; the sender
+  // keeps its bytes unchanged until acks() reaches the count of references sent (in order).
+  virtual size_t reference_min() const { return 0; }
+  virtual uint64_t acks() const { return 0; }
+  // Counts a reference just sent; returns the acks() value at which it has been read.
+  virtual uint64_t note_reference() { return 0; }
 };
 
 class RecvChannel {
@@ -30,6 +41,21 @@ class RecvChannel {
   virtual const void *peek(size_t *bytes) = 0;
   // Frees `bytes` read from the front (a multiple of kChannelAlign).
   virtual void consume(size_t bytes) = 0;
+
+  // The receiving end of single copy: the same reference_min() as the sender's end; copies
+  // `bytes` from `remote` (the sender's address) to `local`; ack() says one reference is read.
+  virtual size_t reference_min() const { return 0; }
+  virtual Status read_remote(const void *remote, void *local, size_t bytes) {
+    (void)remote, (void)local, (void)bytes;
+    return fail(COHORT_ERR_INTERNAL, "this channel reads no references");
+  }
+  virtual void ack() {}
+};
+
+// What a reference message carries (its wire size is a multiple of kChannelAlign).
+struct Reference {
+  uint64_t address;
+  uint64_t bytes;
 };
 
 }  // namespace cohort::tl_host

@@ -45,14 +45,23 @@ void Execution::start_step() {
   algorithm_->step(step_, &actions_);
   transfers_.clear();
   for (const coll::Action &a : actions_) {
-    if (a.verb != coll::Verb::kSend && a.verb != coll::Verb::kRecv &&
-        a.verb != coll::Verb::kRecvReduce) {
-      continue;
-    }
+    const bool sending = a.verb == coll::Verb::kSend;
+    if (!sending && a.verb != coll::Verb::kRecv && a.verb != coll::Verb::kRecvReduce) continue;
     Pending p;
     p.action = a;
-    p.total = (a.verb == coll::Verb::kSend ? a.src.count : a.dst.count) * elem_;
+    p.total = (sending ? a.src.count : a.dst.count) * elem_;
     p.wire = wire_bytes(p.total);
+    // Both ends see the same size and the same threshold: they agree without asking.
+    const bool known = a.peer >= 0 && a.peer < static_cast<int>(peers_.size());
+    const size_t min = !known    ? 0
+                       : sending ? (peers_[a.peer].to ? peers_[a.peer].to->reference_min() : 0)
+                       : peers_[a.peer].from ? peers_[a.peer].from->reference_min()
+                                             : 0;
+    if (min > 0 && p.total >= min) {
+      p.by_reference = true;
+      p.wire = sizeof(Reference);
+      if (sending) p.reference = Reference{reinterpret_cast<uint64_t>(address(a.src)), p.total};
+    }
     transfers_.push_back(p);
   }
 }
@@ -69,7 +78,7 @@ Status Execution::progress() {
     busy_from_.clear();
     bool all_done = true;
     for (Pending &p : transfers_) {
-      if (p.done == p.wire) continue;
+      if (p.complete) continue;
       all_done = false;
       const int peer = p.action.peer;
       const bool sending = p.action.verb == coll::Verb::kSend;
@@ -81,7 +90,7 @@ Status Execution::progress() {
     }
     if (!all_done) {
       bool now_done = std::all_of(transfers_.begin(), transfers_.end(),
-                                  [](const Pending &p) { return p.done == p.wire; });
+                                  [](const Pending &p) { return p.complete; });
       if (!now_done) return COHORT_IN_PROGRESS;
     }
     run_local_actions();
@@ -97,19 +106,43 @@ Status Execution::advance_send(Pending *p) {
     return failf(COHORT_ERR_INTERNAL, "schedule step %d sends to rank %d, which has no channel",
                  step_, peer);
   }
-  const char *data = address(p->action.src);
+  SendChannel *to = peers_[peer].to;
+  const char *data =
+      p->by_reference ? reinterpret_cast<const char *>(&p->reference) : address(p->action.src);
+  const size_t payload_total = p->by_reference ? sizeof(Reference) : p->total;
   while (p->done < p->wire) {
     size_t room = 0;
-    char *into = static_cast<char *>(peers_[peer].to->reserve(&room));
+    char *into = static_cast<char *>(to->reserve(&room));
     if (room == 0) return COHORT_IN_PROGRESS;
     size_t n = std::min(room, p->wire - p->done);
-    size_t payload = p->done < p->total ? std::min(n, p->total - p->done) : 0;
+    size_t payload = p->done < payload_total ? std::min(n, payload_total - p->done) : 0;
     if (payload > 0) std::memcpy(into, data + p->done, payload);
-    peers_[peer].to->commit(n);  // the padding after the payload goes as is
+    to->commit(n);  // the padding after the payload goes as is
     p->done += n;
     moved_ = true;
   }
+  if (p->by_reference) {
+    if (p->ack_target == 0) p->ack_target = to->note_reference();
+    if (to->acks() < p->ack_target) return COHORT_IN_PROGRESS;  // the peer still reads it
+    moved_ = true;
+  }
+  p->complete = true;
   return COHORT_SUCCESS;
+}
+
+void Execution::receive_bytes(Pending *p, char *dst, const char *operand, const char *bytes,
+                              size_t n) {
+  // Whole elements only: channel regions start aligned, so none is ever split.
+  const size_t count = n / elem_;
+  const cohort_op_t op = algorithm_->args().op;
+  if (p->action.verb != coll::Verb::kRecvReduce) {
+    std::memcpy(dst, bytes, n);
+  } else if (dst == operand) {
+    reduce_into(dst, bytes, count, dtype_, op);
+  } else {
+    const void *ins[2] = {operand, bytes};
+    reduce_multi(dst, ins, 2, count, dtype_, op);
+  }
 }
 
 Status Execution::advance_recv(Pending *p) {
@@ -120,40 +153,67 @@ Status Execution::advance_recv(Pending *p) {
   }
   RecvChannel *from = peers_[peer].from;
   char *dst = address(p->action.dst);
-  const bool reduce = p->action.verb == coll::Verb::kRecvReduce;
-  const char *operand = reduce ? address(p->action.src) : nullptr;
+  const char *operand =
+      p->action.verb == coll::Verb::kRecvReduce ? address(p->action.src) : nullptr;
   while (p->done < p->wire) {
     size_t arrived = 0;
     const char *bytes = static_cast<const char *>(from->peek(&arrived));
     if (arrived == 0) return COHORT_IN_PROGRESS;
     size_t n = std::min(arrived, p->wire - p->done);
-    if (p->done < p->total) {
-      // Whole elements only: channel regions start aligned, so none is ever split.
+    if (p->by_reference) {
+      std::memcpy(reinterpret_cast<char *>(&p->reference) + p->done, bytes, n);
+    } else if (p->done < p->total) {
       size_t payload = std::min(n, p->total - p->done);
-      size_t count = payload / elem_;
-      if (reduce && dst == operand) {
-        reduce_into(dst + p->done, bytes, count, dtype_, algorithm_->args().op);
-      } else if (reduce) {
-        const void *ins[2] = {operand + p->done, bytes};
-        reduce_multi(dst + p->done, ins, 2, count, dtype_, algorithm_->args().op);
-      } else {
-        std::memcpy(dst + p->done, bytes, payload);
-      }
+      receive_bytes(p, dst + p->done, operand ? operand + p->done : nullptr, bytes, payload);
     }
     from->consume(n);
     p->done += n;
     moved_ = true;
   }
+  if (p->by_reference) {
+    Status s = read_reference(p, from, dst, operand);
+    if (s != COHORT_SUCCESS) return s;
+  }
+  p->complete = true;
+  return COHORT_SUCCESS;
+}
+
+// Reads the referenced span straight from the sender's memory (a reduction through a
+// cache-sized piece), then acknowledges it so the sender may reuse the span.
+Status Execution::read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand) {
+  constexpr size_t kPiece = 256 * 1024;
+  if (p->reference.bytes != p->total) {
+    return failf(COHORT_ERR_INTERNAL,
+                 "schedule step %d: rank %d references %llu bytes where %zu were expected", step_,
+                 p->action.peer, static_cast<unsigned long long>(p->reference.bytes), p->total);
+  }
+  const char *remote = reinterpret_cast<const char *>(p->reference.address);
+  const bool reduce = p->action.verb == coll::Verb::kRecvReduce;
+  if (reduce && bounce_.size() < kPiece) bounce_.resize(kPiece);
+  while (p->read < p->total) {
+    const size_t n = reduce ? std::min(kPiece, p->total - p->read) : p->total - p->read;
+    char *into = reduce ? bounce_.data() : dst + p->read;
+    Status s = from->read_remote(remote + p->read, into, n);
+    if (is_error(s)) return s;
+    if (reduce) receive_bytes(p, dst + p->read, operand + p->read, into, n);
+    p->read += n;
+  }
+  from->ack();
+  moved_ = true;
   return COHORT_SUCCESS;
 }
 
 std::string Execution::waiting() const {
   std::string out = strprintf("step %d of %d", step_ + 1, algorithm_->num_steps());
   for (const Pending &p : transfers_) {
-    if (p.done == p.wire) continue;
+    if (p.complete) continue;
     bool sending = p.action.verb == coll::Verb::kSend;
-    out += strprintf(": %s rank %d (%zu of %zu bytes)", sending ? "send to" : "receive from",
-                     p.action.peer, std::min(p.done, p.total), p.total);
+    const size_t moved = p.by_reference ? (sending ? 0 : p.read) : std::min(p.done, p.total);
+    out += strprintf(
+        ": %s rank %d (%zu of %zu bytes%s)", sending ? "send to" : "receive from", p.action.peer,
+        moved, p.total,
+        p.by_reference ? (sending && p.done == p.wire ? ", by reference, unread" : ", by reference")
+                       : "");
   }
   return out;
 }
@@ -161,7 +221,7 @@ std::string Execution::waiting() const {
 std::vector<int> Execution::waiting_on() const {
   std::vector<int> ranks;
   for (const Pending &p : transfers_) {
-    if (p.done != p.wire) ranks.push_back(p.action.peer);
+    if (!p.complete) ranks.push_back(p.action.peer);
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());

@@ -49,14 +49,23 @@ class Execution {
  private:
   struct Pending {
     coll::Action action;
-    size_t done = 0;   // payload bytes sent or received so far
+    size_t done = 0;   // bytes sent or received on the channel so far
     size_t total = 0;  // payload bytes
-    size_t wire = 0;   // bytes on the channel, padded
+    size_t wire = 0;   // bytes on the channel, padded (a Reference's when by reference)
+    // Single copy: the channel carries a Reference to the sender's span, which the receiver
+    // reads directly; the send is complete once the receiver acknowledged it.
+    bool by_reference = false;
+    Reference reference{};
+    size_t read = 0;          // receiver: payload bytes read through the reference
+    uint64_t ack_target = 0;  // sender: the channel's acks() that frees the span (0: not yet)
+    bool complete = false;
   };
 
   void start_step();
   Status advance_send(Pending *p);
   Status advance_recv(Pending *p);
+  Status read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand);
+  void receive_bytes(Pending *p, char *dst, const char *operand, const char *bytes, size_t n);
   void run_local_actions();
   char *address(const coll::Span &span) const;
 
@@ -69,6 +78,7 @@ class Execution {
   std::vector<coll::Action> actions_;
   std::vector<Pending> transfers_;
   std::vector<int> busy_to_, busy_from_;  // peers whose first unfinished transfer ran
+  std::vector<char> bounce_;              // single-copy reductions read a piece here first
   bool moved_ = false;
 };
 

@@ -73,8 +73,10 @@ std::vector<PeerChannels> HostChannels::bind(int local_rank,
   std::vector<PeerChannels> peers(team_size);
   writers_.clear();
   readers_.clear();
+  others_.clear();
   for (int other = 0; other < local_size_; ++other) {
     if (other == local_rank) continue;
+    others_.push_back(other);
     writers_.push_back(std::make_unique<MailboxWriter>(mailbox(local_rank, other)));
     readers_.push_back(std::make_unique<MailboxReader>(mailbox(other, local_rank)));
     PeerChannels &p = peers[team_rank_of_local[other]];
@@ -82,6 +84,13 @@ std::vector<PeerChannels> HostChannels::bind(int local_rank,
     p.from = readers_.back().get();
   }
   return peers;
+}
+
+void HostChannels::enable_references(size_t min_bytes, const std::vector<int> &pid_of_local) {
+  for (size_t k = 0; k < others_.size(); ++k) {
+    writers_[k]->enable_references(min_bytes);
+    readers_[k]->enable_references(min_bytes, pid_of_local[others_[k]]);
+  }
 }
 
 }  // namespace cohort::tl_host

@@ -37,6 +37,11 @@ class HostChannels {
 
   void unlink() { segment_->unlink(); }
 
+  // Single copy from now on for messages of at least `min_bytes`, between the ends bind()
+  // made (every local rank must do the same, with the same size): readers read straight from
+  // the writer process (pid_of_local[local rank]).
+  void enable_references(size_t min_bytes, const std::vector<int> &pid_of_local);
+
  private:
   HostChannels(std::unique_ptr<ShmSegment> segment, int local_size, size_t capacity);
   void *mailbox(int from, int to) const;
@@ -47,6 +52,7 @@ class HostChannels {
   size_t stride_;
   std::vector<std::unique_ptr<MailboxWriter>> writers_;
   std::vector<std::unique_ptr<MailboxReader>> readers_;
+  std::vector<int> others_;  // the local rank of writers_[k] / readers_[k]'s peer
 };
 
 }  // namespace cohort::tl_host

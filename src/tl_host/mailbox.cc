@@ -6,23 +6,28 @@
 #include <cinttypes>
 #include <new>
 
+#include <sys/uio.h>
+#include <cerrno>
+#include <cstring>
+
 namespace cohort::tl_host {
 
-// "COHORTM1": the layout's version is its last byte, so a mailbox laid out by an
+// "COHORTM2": the layout's version is its last byte, so a mailbox laid out by an
 // incompatible build fails validate() instead of being misread.
-constexpr uint64_t kMailboxMagic = 0x434f484f52544d31;
+constexpr uint64_t kMailboxMagic = 0x434f484f52544d32;
 
 struct MailboxHeader {
   alignas(Mailbox::kAlign) uint64_t magic;
   uint64_t capacity;
   alignas(Mailbox::kAlign) std::atomic<uint64_t> tail;
   alignas(Mailbox::kAlign) std::atomic<uint64_t> head;
+  alignas(Mailbox::kAlign) std::atomic<uint64_t> acks;
 };
 
 // Only lock-free atomics are address-free, i.e. work when two processes map them at
 // different addresses.
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared counters must be lock-free");
-static_assert(sizeof(MailboxHeader) == 3 * Mailbox::kAlign, "one cache line per field group");
+static_assert(sizeof(MailboxHeader) == 4 * Mailbox::kAlign, "one cache line per field group");
 
 namespace {
 
@@ -60,6 +65,7 @@ Status Mailbox::init(void *memory, size_t capacity) {
   header->capacity = capacity;
   header->tail.store(0, std::memory_order_relaxed);
   header->head.store(0, std::memory_order_relaxed);
+  header->acks.store(0, std::memory_order_relaxed);
   return COHORT_SUCCESS;
 }
 
@@ -156,6 +162,39 @@ void MailboxReader::consume(size_t bytes) {
   head_ += bytes;
   // Release: our reads of these bytes finish before the writer may overwrite them.
   header_->head.store(head_, std::memory_order_release);
+}
+
+}  // namespace cohort::tl_host
+
+namespace cohort::tl_host {
+
+uint64_t MailboxWriter::acks() const { return header_->acks.load(std::memory_order_acquire); }
+
+Status MailboxReader::read_remote(const void *remote, void *local, size_t bytes) {
+  return read_process_memory(writer_pid_, remote, local, bytes);
+}
+
+void MailboxReader::ack() {
+  // Release: every read of the referenced bytes happened before the writer may reuse them.
+  header_->acks.store(header_->acks.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+Status read_process_memory(int pid, const void *remote, void *local, size_t bytes) {
+  size_t done = 0;
+  while (done < bytes) {
+    iovec to{static_cast<char *>(local) + done, bytes - done};
+    iovec from{const_cast<char *>(static_cast<const char *>(remote)) + done, bytes - done};
+    ssize_t n = process_vm_readv(pid, &to, 1, &from, 1, 0);
+    if (n <= 0) {
+      return failf(COHORT_ERR_SYSTEM,
+                   "single-copy read of %zu bytes from process %d failed: %s (cross-memory "
+                   "attach needs the same user and ptrace permission; set "
+                   "COHORT_SHM_SINGLE_COPY_BYTES=0 to copy through shared memory)",
+                   bytes - done, pid, n == 0 ? "nothing read" : strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return COHORT_SUCCESS;
 }
 
 }  // namespace cohort::tl_host

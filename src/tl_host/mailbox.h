@@ -7,6 +7,7 @@
 //   line 0: magic, capacity      written once by init(), checked when opening
 //   line 1: tail                 bytes ever committed; written by the writer only
 //   line 2: head                 bytes ever consumed; written by the reader only
+//   line 3: acks                 references read (single copy); written by the reader only
 //   data:   capacity bytes, a power of two, indexed by counter & (capacity - 1)
 // The counters only grow (2^64 bytes never wrap in practice), so tail - head is the fill
 // level without a full/empty ambiguity.  Each sits in its own cache line so that the two
@@ -57,6 +58,10 @@ class MailboxWriter final : public SendChannel {
   explicit MailboxWriter(void *memory);
   void *reserve(size_t *bytes) override;
   void commit(size_t bytes) override;
+  size_t reference_min() const override { return reference_min_; }
+  uint64_t acks() const override;
+  uint64_t note_reference() override { return ++references_; }
+  void enable_references(size_t min_bytes) { reference_min_ = min_bytes; }
 
  private:
   MailboxHeader *header_;
@@ -65,6 +70,8 @@ class MailboxWriter final : public SendChannel {
   uint64_t tail_;        // our own counter: only we write it
   uint64_t head_seen_;   // the reader's counter when last loaded
   size_t reserved_ = 0;  // lent by the last reserve(), for the commit() check
+  size_t reference_min_ = 0;
+  uint64_t references_ = 0;  // references sent: the reader acknowledges each, in order
 };
 
 // The consuming end.  One per mailbox, in one thread at a time; `memory` as for the writer.
@@ -73,6 +80,14 @@ class MailboxReader final : public RecvChannel {
   explicit MailboxReader(void *memory);
   const void *peek(size_t *bytes) override;
   void consume(size_t bytes) override;
+  size_t reference_min() const override { return reference_min_; }
+  Status read_remote(const void *remote, void *local, size_t bytes) override;
+  void ack() override;
+  // References are read from process `writer_pid` (cross-memory attach).
+  void enable_references(size_t min_bytes, int writer_pid) {
+    reference_min_ = min_bytes;
+    writer_pid_ = writer_pid;
+  }
 
  private:
   MailboxHeader *header_;
@@ -81,6 +96,12 @@ class MailboxReader final : public RecvChannel {
   uint64_t head_;       // our own counter: only we write it
   uint64_t tail_seen_;  // the writer's counter when last loaded
   size_t peeked_ = 0;   // lent by the last peek(), for the consume() check
+  size_t reference_min_ = 0;
+  int writer_pid_ = 0;
 };
+
+// Copies `bytes` at `remote` in process `pid` to `local` (process_vm_readv, in pieces the
+// kernel may cut short); a named COHORT_ERR_SYSTEM when the kernel refuses.
+Status read_process_memory(int pid, const void *remote, void *local, size_t bytes);
 
 }  // namespace cohort::tl_host

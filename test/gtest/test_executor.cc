@@ -2,6 +2,7 @@
 // mailboxes (in this process's heap) as channels, real dtypes and the CPU reductions.  Small
 // mailboxes force wrap-around and back-pressure in every message.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,12 @@ class Mesh {
     }
   }
   ~Mesh() { std::free(memory_); }
+
+  // Single copy between the threads: this process reads its own memory.
+  void enable_references(size_t min_bytes) {
+    for (auto &w : writers_) w->enable_references(min_bytes);
+    for (auto &r : readers_) r->enable_references(min_bytes, getpid());
+  }
 
   std::vector<PeerChannels> channels_of(int rank) {
     std::vector<PeerChannels> peers(n_);
@@ -97,6 +104,7 @@ struct Case {
   cohort_op_t op;
   bool in_place;
   size_t capacity;
+  size_t reference_min = 0;  // single copy for messages of at least this size (0: never)
 };
 
 size_t in_elems(const Case &c) {
@@ -125,7 +133,8 @@ void run(const Case &c) {
   SCOPED_TRACE(std::string(coll::collective_name(c.collective)) + "/" + c.algorithm +
                " n=" + std::to_string(c.n) + " count=" + std::to_string(c.count) + " " +
                dtype_name(c.dtype) + " " + op_name(c.op) + (c.in_place ? " in-place" : "") +
-               " mailbox=" + std::to_string(c.capacity));
+               " mailbox=" + std::to_string(c.capacity) +
+               " single-copy>=" + std::to_string(c.reference_min));
   const int n = c.n;
   const size_t elem = dtype_size(c.dtype);
   std::vector<int> ring(n);
@@ -138,6 +147,7 @@ void run(const Case &c) {
   };
   std::vector<std::vector<char>> src(n), dst(n), scratch(n);
   Mesh mesh(n, c.capacity);
+  if (c.reference_min > 0) mesh.enable_references(c.reference_min);
   std::vector<std::unique_ptr<coll::Algorithm>> algorithms(n);
   for (int r = 0; r < n; ++r) {
     src[r].assign(in_elems(c) * elem + 8, 0);
@@ -250,6 +260,38 @@ TEST(HostExecutor, EveryCollectiveManyRanksSmallMailboxes) {
       }
     }
   }
+}
+
+TEST(HostExecutor, SingleCopyEveryCollectiveInPlaceOrNot) {
+  const std::pair<coll::Collective, const char *> algorithms[] = {
+      {coll::Collective::kAllreduce, "ring"},     {coll::Collective::kAllreduce, "direct"},
+      {coll::Collective::kReduceScatter, "ring"}, {coll::Collective::kAllgather, "ring"},
+      {coll::Collective::kAlltoall, "pairwise"},  {coll::Collective::kBarrier, "dissemination"}};
+  for (auto [collective, name] : algorithms) {
+    for (int n : {2, 3, 5}) {
+      // min 8: nearly every message by reference; 4096: mixed with mailbox messages.
+      for (size_t min : {size_t{8}, size_t{4096}}) {
+        for (bool in_place : {false, true}) {
+          const bool barrier = collective == coll::Collective::kBarrier;  // no data: count 0
+          run({collective, name, n, barrier ? 0u : 70001u, COHORT_BFLOAT16, COHORT_SUM, in_place,
+               256, min});
+          run({collective, name, n, barrier ? 0u : 1023u, COHORT_INT32, COHORT_MAX, in_place, 64,
+               min});
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(HostExecutor, SingleCopyFromAProcessThatIsGoneIsANamedError) {
+  uint64_t word = 0;
+  // pid 0x7ffffff0 exists nowhere (above pid_max).
+  EXPECT_EQ(read_process_memory(0x7ffffff0, &word, &word, sizeof(word)), COHORT_ERR_SYSTEM);
+  EXPECT_NE(last_error().find("COHORT_SHM_SINGLE_COPY_BYTES=0"), std::string::npos) << last_error();
+  uint64_t from = 42;
+  EXPECT_EQ(read_process_memory(getpid(), &from, &word, sizeof(word)), COHORT_SUCCESS);
+  EXPECT_EQ(word, 42u);
 }
 
 TEST(HostExecutor, BarrierAndLargeMessages) {

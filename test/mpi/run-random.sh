@@ -12,6 +12,7 @@ runs=${COHORT_RANDOM_RUNS:-"4 --iters 100000 --seed 42
 2 --iters 20000 --seed 2
 3 --iters 20000 --seed 3
 8 --iters 10000 --seed 8
+4 --iters 20000 --seed 9 @COHORT_SHM_SINGLE_COPY_BYTES=64
 4 --iters 20000 --seed 5 --per-node 2 @UCX_TLS=tcp,self
 5 --iters 20000 --seed 6 --per-node 3 @UCX_TLS=tcp,self"}
 count=$(printf '%s\n' "$runs" | grep -c .)

@@ -59,6 +59,10 @@ add "5 p2p --per-node 3 @UCX_TLS=tcp,self"
 # Each allreduce algorithm on every size (the defaults pick direct only for small ones).
 add "4 coll --quick 1 @COHORT_COLL_ALGO=allreduce=direct"
 add "3 coll --quick 1 @COHORT_COLL_ALGO=allreduce=ring"
+# Single copy within a host for nearly every message (and never), over the whole matrix.
+add "4 coll @COHORT_SHM_SINGLE_COPY_BYTES=8"
+add "3 coll --quick 1 @COHORT_SHM_SINGLE_COPY_BYTES=0"
+add "4 p2p @COHORT_SHM_SINGLE_COPY_BYTES=8"
 # Fake hosts: bytes between them cross real TCP sockets through UCX (uneven ranks per host).
 add "4 coll --per-node 3 @UCX_TLS=tcp,self"
 add "6 coll --per-node 4 @UCX_TLS=tcp,self"

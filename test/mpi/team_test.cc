@@ -1016,9 +1016,16 @@ void scenario_algo_env() {
     ScopedEnv differs("COHORT_COLL_ALGO", g_rank == 1 ? "allreduce=ring" : nullptr);
     auto [s, msg, elapsed] = create_expecting_failure(cfg);
     CHECK(s == COHORT_ERR_INVALID_USAGE, "differing: %s: %s", cohort_status_string(s), msg.c_str());
-    CHECK(contains(msg, "COHORT_COLL_ALGO differs between ranks"), "message: %s", msg.c_str());
+    CHECK(contains(msg, "differs between ranks") && contains(msg, "rank 1"), "message: %s",
+          msg.c_str());
     CHECK(same_everywhere(msg), "ranks disagree: %s", msg.c_str());
     if (g_rank == 0) printf("every rank: %s\n", msg.c_str());
+  }
+  if (g_size > 1) {  // the single-copy threshold decides the bytes on the wire: also agreed
+    ScopedEnv differs("COHORT_SHM_SINGLE_COPY_BYTES", g_rank == 1 ? "4096" : nullptr);
+    auto [s, msg, elapsed] = create_expecting_failure(cfg);
+    CHECK(s == COHORT_ERR_INVALID_USAGE && contains(msg, "COHORT_SHM_SINGLE_COPY_BYTES"),
+          "differing threshold: %s: %s", cohort_status_string(s), msg.c_str());
   }
   // The same rules everywhere work, and force the algorithm: ring below the direct cut-off.
   ScopedEnv good("COHORT_COLL_ALGO", "allreduce=ring; broadcast:0-1K=chain");
