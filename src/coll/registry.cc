@@ -7,6 +7,7 @@ namespace cohort::coll {
 
 std::unique_ptr<Algorithm> make_allreduce_ring(const CollArgs &args);
 std::unique_ptr<Algorithm> make_allreduce_direct(const CollArgs &args);
+std::unique_ptr<Algorithm> make_allreduce_hier(const CollArgs &args);
 std::unique_ptr<Algorithm> make_reduce_scatter_ring(const CollArgs &args);
 std::unique_ptr<Algorithm> make_allgather_ring(const CollArgs &args);
 std::unique_ptr<Algorithm> make_broadcast_chain(const CollArgs &args);
@@ -22,6 +23,10 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"direct", Collective::kAllreduce,
        "every rank sends its input to all and reduces all inputs in rank order; one hop",
        make_allreduce_direct},
+      {"hier", Collective::kAllreduce,
+       "host inputs to the host's leader, leaders exchange partials, leaders send the result "
+       "to their host; three steps, H-1 messages per leader between hosts",
+       make_allreduce_hier},
       {"ring", Collective::kReduceScatter, "partial sums around the plan's ring, n-1 steps",
        make_reduce_scatter_ring},
       {"ring", Collective::kAllgather, "blocks passed around the plan's ring, n-1 steps",

@@ -83,6 +83,8 @@ struct CollArgs {
   // The plan's ring of the channel, as team ranks in ring order (size entries).
   const std::vector<int> *ring = nullptr;
   int ring_position = -1;  // this rank's index in *ring, when the caller knows it (the plan does)
+  // The host index of each team rank (null: one host), for hierarchical algorithms.
+  const std::vector<int> *node_of_rank = nullptr;
 };
 
 // One rank's schedule for one call.  Cheap to make; steps are computed on demand, without

@@ -12,14 +12,20 @@ namespace {
 constexpr size_t kDirectAllreduceBytes = 16 * 1024;
 constexpr int kDirectAllreduceRanks = 16;
 
+// Small allreduces between hosts gather to each host's leader first: H-1 messages per leader
+// cross hosts instead of n-1 per rank.
+constexpr size_t kHierAllreduceBytes = 64 * 1024;
+
 struct DefaultRule {
   Collective collective;
   size_t max_bytes;
   int max_ranks;
   const char *algorithm;
+  int min_hosts = 0;
 };
 
 const DefaultRule kDefaults[] = {
+    {Collective::kAllreduce, kHierAllreduceBytes, 0, "hier", 2},
     {Collective::kAllreduce, kDirectAllreduceBytes, kDirectAllreduceRanks, "direct"},
     {Collective::kAllreduce, SIZE_MAX, 0, "ring"},
     {Collective::kReduce, SIZE_MAX, 0, "chain"},
@@ -145,6 +151,7 @@ Selection::Selection() {
     rule.collective = d.collective;
     rule.max_bytes = d.max_bytes;
     rule.max_ranks = d.max_ranks;
+    rule.min_hosts = d.min_hosts;
     rule.algorithm = find_algorithm(d.collective, d.algorithm);
     rules_.push_back(rule);
   }
@@ -164,12 +171,14 @@ Status Selection::parse(std::string_view text, Selection *out) {
   return COHORT_SUCCESS;
 }
 
-const AlgorithmInfo &Selection::choose(Collective collective, size_t bytes, int ranks) const {
+const AlgorithmInfo &Selection::choose(Collective collective, size_t bytes, int ranks,
+                                       int hosts) const {
   for (const SelectRule &rule : rules_) {
     if (rule.collective != collective || bytes < rule.min_bytes || bytes >= rule.max_bytes) {
       continue;
     }
     if (rule.max_ranks > 0 && ranks > rule.max_ranks) continue;
+    if (rule.min_hosts > 0 && hosts < rule.min_hosts) continue;
     return *rule.algorithm;
   }
   // Every collective has a default rule for any size and team: reaching here is a bug.
@@ -190,6 +199,7 @@ std::string Selection::describe() const {
                   (rule.max_bytes == SIZE_MAX ? "inf" : format_bytes(rule.max_bytes));
     std::string ranks =
         rule.max_ranks > 0 ? ", <= " + std::to_string(rule.max_ranks) + " ranks" : "";
+    if (rule.min_hosts > 0) ranks += ", >= " + std::to_string(rule.min_hosts) + " hosts";
     char line[256];
     snprintf(line, sizeof(line), "  %-15s %-28s -> %-14s%s\n", collective_name(rule.collective),
              (range + ranks).c_str(), rule.algorithm->name,

@@ -23,6 +23,7 @@ struct SelectRule {
   size_t min_bytes = 0;         // inclusive
   size_t max_bytes = SIZE_MAX;  // exclusive
   int max_ranks = 0;            // 0: any team size
+  int min_hosts = 0;            // 0: any; 2: only teams that span hosts
   const AlgorithmInfo *algorithm = nullptr;
   bool from_env = false;
 };
@@ -33,8 +34,8 @@ class Selection {
   // Defaults plus the overrides in `text` (an empty text: the defaults); a bad rule is a
   // named COHORT_ERR_INVALID_ARG that quotes it and says what is expected.
   static Status parse(std::string_view text, Selection *out);
-  // The algorithm for a call moving `bytes` per rank on a team of `ranks`.
-  const AlgorithmInfo &choose(Collective collective, size_t bytes, int ranks) const;
+  // The algorithm for a call moving `bytes` per rank on a team of `ranks` on `hosts` hosts.
+  const AlgorithmInfo &choose(Collective collective, size_t bytes, int ranks, int hosts = 1) const;
   // One line per rule, in the order they are tried.
   std::string describe() const;
 

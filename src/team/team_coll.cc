@@ -134,7 +134,8 @@ Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst
   args.elem_size = elem;
   args.ring = &plan_.rings[0];
   args.ring_position = plan_.ring_position[0][rank_];
-  r.algorithm = selection_.choose(collective, count * elem, size_).make(args);
+  args.node_of_rank = &layout_.node_of_rank;
+  r.algorithm = selection_.choose(collective, count * elem, size_, layout_.node_count).make(args);
   r.buffers.src = src;
   r.buffers.dst = dst;
   r.buffers.scratch = nullptr;

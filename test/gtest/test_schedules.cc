@@ -229,6 +229,10 @@ void run_case(const Case &c, std::mt19937 &rng) {
   std::vector<int> ring(n);
   std::iota(ring.begin(), ring.end(), 0);
   std::shuffle(ring.begin(), ring.end(), rng);  // the plan's ring is any order of ranks
+  // Hosts for hierarchical algorithms: a random number of them, ranks spread at random.
+  std::vector<int> node_of_rank(n);
+  const int hosts = std::uniform_int_distribution<int>(1, n)(rng);
+  for (int r = 0; r < n; ++r) node_of_rank[r] = r < hosts ? r : static_cast<int>(rng() % hosts);
   std::uniform_int_distribution<Value> value(c.op == COHORT_PROD ? -3 : -1000,
                                              c.op == COHORT_PROD ? 3 : 1000);
   std::vector<std::vector<Value>> inputs(n), buffers(n), outputs(n);
@@ -267,6 +271,7 @@ void run_case(const Case &c, std::mt19937 &rng) {
     args.size = n;
     args.elem_size = c.elem_size;
     args.ring = &ring;
+    args.node_of_rank = &node_of_rank;
     const AlgorithmInfo *info = find_algorithm(c.collective, c.algorithm);
     ASSERT_NE(info, nullptr);
     me.algorithm = info->make(args);
@@ -339,6 +344,7 @@ TEST(Schedules, ReductionsMatchTheReference) {
   std::mt19937 rng(1234);
   const std::pair<Collective, const char *> algorithms[] = {{Collective::kAllreduce, "ring"},
                                                             {Collective::kAllreduce, "direct"},
+                                                            {Collective::kAllreduce, "hier"},
                                                             {Collective::kReduceScatter, "ring"},
                                                             {Collective::kReduce, "chain"}};
   for (auto [collective, name] : algorithms) {

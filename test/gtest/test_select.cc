@@ -9,8 +9,8 @@
 namespace cohort::coll {
 namespace {
 
-std::string chosen(const Selection &s, Collective c, size_t bytes, int ranks = 4) {
-  return s.choose(c, bytes, ranks).name;
+std::string chosen(const Selection &s, Collective c, size_t bytes, int ranks = 4, int hosts = 1) {
+  return s.choose(c, bytes, ranks, hosts).name;
 }
 
 TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) {
@@ -19,6 +19,9 @@ TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) 
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 16 * 1024 - 1), "direct");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 16 * 1024), "ring");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 17), "ring") << "direct stops at 16 ranks";
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 64, 2), "hier") << "small, between hosts";
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 * 1024 - 1, 4, 2), "hier");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 * 1024, 4, 2), "ring");
   EXPECT_EQ(chosen(s, Collective::kBroadcast, 1 << 30), "chain");
   EXPECT_EQ(chosen(s, Collective::kAlltoall, 0), "pairwise");
   EXPECT_EQ(chosen(s, Collective::kBarrier, 0), "dissemination");
@@ -48,6 +51,7 @@ TEST(Selection, DescribeListsOverridesFirstAndMarksThem) {
   EXPECT_LT(override_at, text.find("allreduce")) << text;
   EXPECT_NE(text.find("(COHORT_COLL_ALGO)"), std::string::npos) << text;
   EXPECT_NE(text.find("0 <= bytes < 16K, <= 16 ranks -> direct"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 <= bytes < 64K, >= 2 hosts -> hier"), std::string::npos) << text;
 }
 
 TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
@@ -58,7 +62,7 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
   } cases[] = {
       {"allreduce", "no '='"},
       {"allreduse=ring", "unknown collective 'allreduse'"},
-      {"allreduce=tree", "no algorithm 'tree' for allreduce (it has: ring, direct)"},
+      {"allreduce=tree", "no algorithm 'tree' for allreduce (it has: ring, direct, hier)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
       {"allreduce:4X-=direct", "'4X' is not a size"},
       {"allreduce:4096=direct", "a range is LO-HI"},

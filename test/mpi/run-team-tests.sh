@@ -66,6 +66,7 @@ add "4 p2p @COHORT_SHM_SINGLE_COPY_BYTES=8"
 # Fake hosts: bytes between them cross real TCP sockets through UCX (uneven ranks per host).
 add "4 coll --per-node 3 @UCX_TLS=tcp,self"
 add "6 coll --per-node 4 @UCX_TLS=tcp,self"
+add "5 coll --per-node 2 @UCX_TLS=tcp,self COHORT_COLL_ALGO=allreduce=hier"
 add "2 before-init"
 add "3 after-finalize"
 add "3 abort-one --rank 1"
