@@ -2,9 +2,11 @@
 // ranks and sends the segment's name in the phase record; the others attach after the
 // exchange.  In a team that spans hosts every rank also sends its UCX worker's address and
 // the id its process gave the team for tags, and after the exchange makes a UCX channel to
-// and from each rank on another host.  An attach or endpoint that fails is this rank's status
-// in the ready phase, so every rank still ends alike; the leader unlinks the name once ready
-// succeeded.
+// and from each rank on another host.  Every record also carries a hash of the settings that
+// decide what goes on the wire (checked to agree) and the address of a probe word, which the
+// next local rank reads to learn whether single copy works here.  An attach or endpoint that
+// fails is this rank's status in the ready phase, so every rank still ends alike; the leader
+// unlinks the name once ready succeeded.
 #include <sched.h>
 #include <unistd.h>
 
@@ -120,12 +122,13 @@ Status TeamImpl::step_connect() {
   return COHORT_IN_PROGRESS;
 }
 
-// Ranks that choose algorithms differently would wait on each other until the collective
-// timeout: a COHORT_COLL_ALGO that differs is refused at creation, naming a rank.
+// The settings that decide what goes on the wire: the algorithm rules and the single-copy size.
 uint64_t TeamImpl::settings_hash() const {
   return fnv1a(selection_text_ + "\n" + std::to_string(single_copy_min_));
 }
 
+// Ranks that choose algorithms or message forms differently would wait on each other until
+// the collective timeout: settings that differ are refused at creation, naming a rank.
 void TeamImpl::check_selection_agrees() {
   const uint64_t mine = settings_hash();
   for (int r = 0; r < size_ && !is_error(connect_status_); ++r) {
