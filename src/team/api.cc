@@ -197,6 +197,17 @@ Status find_request(cohort_request_t handle, std::shared_ptr<PostedRequest> *out
   return COHORT_SUCCESS;
 }
 
+// Test or wait on a request handle, on its team.
+Status on_request(const char *call, cohort_request_t handle,
+                  Status (TeamImpl::*run)(const std::shared_ptr<CollRequest> &)) {
+  return guarded(call, [&]() -> Status {
+    std::shared_ptr<PostedRequest> posted;
+    Status s = find_request(handle, &posted);
+    if (is_error(s)) return s;
+    return ((*posted->team).*run)(posted->request);
+  });
+}
+
 // Send/recv: between cohort_group_start and cohort_group_end (per thread, nestable) the
 // operations are checked and collected; the outermost end posts each team's operations as one
 // request and waits for all.  Outside a group an operation is a group of one.
@@ -623,21 +634,11 @@ cohort_status_t cohort_barrier_post(cohort_team_t handle, cohort_request_t *requ
 }
 
 cohort_status_t cohort_request_test(cohort_request_t handle) {
-  return cohort::guarded("cohort_request_test", [&]() -> cohort_status_t {
-    std::shared_ptr<cohort::PostedRequest> posted;
-    cohort::Status s = cohort::find_request(handle, &posted);
-    if (cohort::is_error(s)) return s;
-    return posted->team->test_request(posted->request);
-  });
+  return cohort::on_request("cohort_request_test", handle, &cohort::TeamImpl::test_request);
 }
 
 cohort_status_t cohort_request_wait(cohort_request_t handle) {
-  return cohort::guarded("cohort_request_wait", [&]() -> cohort_status_t {
-    std::shared_ptr<cohort::PostedRequest> posted;
-    cohort::Status s = cohort::find_request(handle, &posted);
-    if (cohort::is_error(s)) return s;
-    return posted->team->wait_request(posted->request);
-  });
+  return cohort::on_request("cohort_request_wait", handle, &cohort::TeamImpl::wait_request);
 }
 
 cohort_status_t cohort_request_free(cohort_request_t handle) {

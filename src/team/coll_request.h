@@ -42,6 +42,17 @@ struct CollRequest {
   bool moved = false;         // the last poll moved bytes (a waiter resets its back-off)
   Status status = COHORT_IN_PROGRESS;
   std::string error;  // the failure's message
+
+  // Ready to be queued again (a blocking call reuses its request): the execution and the
+  // scratch keep their memory.
+  void reset(const char *name) {
+    what = name;
+    status = COHORT_IN_PROGRESS;
+    error.clear();
+    started = draining = moved = false;
+    idle_polls = 0;
+    idle_since_ns = 0;
+  }
 };
 
 }  // namespace cohort

@@ -59,8 +59,8 @@ class TeamImpl {
   Status post_collective(coll::Collective collective, const void *src, void *dst, size_t count,
                          cohort_dtype_t dtype, cohort_op_t op, int root,
                          std::shared_ptr<CollRequest> *out);
-  // A send/recv group on this team (team_p2p.cc): every operation checked first, then posted
-  // as one request.  check_p2p is the per-operation check, done when it is called.
+  // A send/recv group on this team (team_p2p.cc): check_p2p checks each operation when it is
+  // called; post_p2p posts the checked operations of a group as one request.
   Status check_p2p(const P2POp &op) const;
   Status post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out);
   // COHORT_SUCCESS, COHORT_IN_PROGRESS or the request's failure (progresses the queue).

@@ -111,13 +111,7 @@ Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst
   if (is_error(s)) return s;
   if (s = check_collective(collective, src, dst, count, dtype, op, root); is_error(s)) return s;
   CollRequest &r = *request;
-  r.what = coll::collective_name(collective);
-  r.status = COHORT_IN_PROGRESS;
-  r.error.clear();
-  r.draining = r.moved = false;
-  r.idle_polls = 0;
-  r.idle_since_ns = 0;
-  r.started = false;
+  r.reset(coll::collective_name(collective));
   if (count == 0 && collective != coll::Collective::kBarrier) {
     r.status = COHORT_SUCCESS;
     return COHORT_SUCCESS;

@@ -27,24 +27,23 @@ Status TeamImpl::check_p2p(const P2POp &op) const {
   return check_host_memory(what, "buffer", op.buf);
 }
 
+// The operations were checked one by one (check_p2p) when they were called.
 Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out) {
   Status s = usable_for("send/recv group");
   if (is_error(s)) return s;
   auto request = std::make_shared<CollRequest>();
-  request->what = "send/recv group";
+  request->reset("send/recv group");
   std::vector<coll::Action> actions;
   std::vector<int> self_sends;  // user-buffer indices of sends to self, in order
   size_t self_recvs = 0, bytes = 0;
   for (const P2POp &op : ops) {
-    if (s = check_p2p(op); is_error(s)) return s;
     const size_t n = op.count * tl_host::dtype_size(op.dtype);
     const auto user = static_cast<uint32_t>(request->buffers.user.size());
     request->buffers.user.push_back(op.buf);
     coll::Span span{coll::Buffer::kUser, 0, n, user};
     bytes += n;
     if (op.peer != rank_) {
-      actions.push_back(op.send ? coll::Action{coll::Verb::kSend, op.peer, {}, span}
-                                : coll::Action{coll::Verb::kRecv, op.peer, span, {}});
+      op.send ? coll::send(&actions, op.peer, span) : coll::recv(&actions, op.peer, span);
     } else if (op.send) {
       self_sends.push_back(static_cast<int>(user));
     } else if (self_recvs >= self_sends.size()) {

@@ -41,6 +41,14 @@ char *Execution::address(const coll::Span &span) const {
   return const_cast<char *>(static_cast<const char *>(base)) + span.offset * elem_;
 }
 
+// The single-copy threshold of the channel to (or from) `peer`; 0 without one.
+size_t Execution::reference_min(int peer, bool sending) const {
+  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return 0;
+  const PeerChannels &c = peers_[peer];
+  if (sending) return c.to ? c.to->reference_min() : 0;
+  return c.from ? c.from->reference_min() : 0;
+}
+
 void Execution::start_step() {
   algorithm_->step(step_, &actions_);
   transfers_.clear();
@@ -52,11 +60,7 @@ void Execution::start_step() {
     p.total = (sending ? a.src.count : a.dst.count) * elem_;
     p.wire = wire_bytes(p.total);
     // Both ends see the same size and the same threshold: they agree without asking.
-    const bool known = a.peer >= 0 && a.peer < static_cast<int>(peers_.size());
-    const size_t min = !known    ? 0
-                       : sending ? (peers_[a.peer].to ? peers_[a.peer].to->reference_min() : 0)
-                       : peers_[a.peer].from ? peers_[a.peer].from->reference_min()
-                                             : 0;
+    const size_t min = reference_min(a.peer, sending);
     if (min > 0 && p.total >= min) {
       p.by_reference = true;
       p.wire = sizeof(Reference);

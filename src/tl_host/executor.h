@@ -62,6 +62,7 @@ class Execution {
   };
 
   void start_step();
+  size_t reference_min(int peer, bool sending) const;
   Status advance_send(Pending *p);
   Status advance_recv(Pending *p);
   Status read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand);

@@ -3,12 +3,9 @@
 # cores) and prints one TAP line per run, for automake's tap-driver.sh.
 # Environment: MPIRUN (default: mpirun), TEAM_TEST (default: ./team_test),
 #              COHORT_TEST_FILTER (a grep -E pattern over the test names, to run a subset).
-MPIRUN=${MPIRUN:-mpirun}
 TEAM_TEST=${TEAM_TEST:-./team_test}
 TOPO_DATA=${TOPO_DATA:-$(cd "$(dirname "$0")/../data/topo" && pwd)}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
+. "$(dirname "$0")/tap-mpirun.sh"
 
 tests=""
 add() { tests="$tests
@@ -78,29 +75,4 @@ add "2 gpu-coll"
 if [ -n "$COHORT_TEST_FILTER" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_TEST_FILTER")
 fi
-count=$(printf '%s\n' "$tests" | grep -c .)
-echo "1..$count"
-n=0
-log=$(mktemp)
-printf '%s\n' "$tests" | grep . | while read -r np rest; do
-  n=$((n + 1))
-  env_arg=""
-  case "$rest" in
-    *@*) env_arg="${rest##*@}"; rest="${rest%% @*}" ;;
-  esac
-  name="np=$np $rest${env_arg:+ ($env_arg)}"
-  # The variable reaches the ranks through mpirun's environment (ranks are local), not -x,
-  # which Open MPI refuses next to mca_base_env_list (set by the MPS helper on GPU machines).
-  # shellcheck disable=SC2086
-  timeout 240 env $env_arg "$MPIRUN" -np "$np" "$TEAM_TEST" $rest >"$log" 2>&1 </dev/null
-  rc=$?
-  if [ $rc -eq 0 ]; then
-    echo "ok $n - $name"
-  elif [ $rc -eq 77 ]; then
-    echo "ok $n - $name # SKIP $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')"
-  else
-    echo "not ok $n - $name (exit $rc)"
-    tail -n 25 "$log" | sed 's/^/# /'
-  fi
-done
-rm -f "$log"
+run_tap "$TEAM_TEST" 240 "$tests"

@@ -1,0 +1,41 @@
+# Sourced by the multi-rank TAP scripts: the mpirun environment for tests (as root,
+# oversubscribed, yielding when idle) and run_tap, which runs one mpirun per line of a list.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
+MPIRUN=${MPIRUN:-mpirun}
+
+# run_tap PROGRAM TIMEOUT LINES [SUMMARY]: LINES holds "NP ARGS [@VAR=VALUE ...]" per line;
+# one TAP line each.  Exit 0 passes (with the log's line matching SUMMARY appended, which
+# must then exist), 77 skips (the log's "SKIP: reason"), anything else fails with the log's
+# tail.
+run_tap() {
+  program=$1 limit=$2 lines=$3 summary=${4:-}
+  echo "1..$(printf '%s\n' "$lines" | grep -c .)"
+  n=0
+  log=$(mktemp)
+  printf '%s\n' "$lines" | grep . | while read -r np rest; do
+    n=$((n + 1))
+    env_arg=""
+    case "$rest" in
+      *@*) env_arg="${rest##*@}"; rest="${rest%% @*}" ;;
+    esac
+    name="np=$np $rest${env_arg:+ ($env_arg)}"
+    # Variables reach the ranks through mpirun's environment (ranks are local), not -x, which
+    # Open MPI refuses next to mca_base_env_list (set by the MPS helper on GPU machines).
+    # shellcheck disable=SC2086
+    timeout "$limit" env $env_arg "$MPIRUN" -np "$np" "$program" $rest >"$log" 2>&1 </dev/null
+    rc=$?
+    found=""
+    [ -n "$summary" ] && found=$(grep -m1 "$summary" "$log")
+    if [ $rc -eq 0 ] && { [ -z "$summary" ] || [ -n "$found" ]; }; then
+      echo "ok $n - $name${found:+: $found}"
+    elif [ $rc -eq 77 ]; then
+      echo "ok $n - $name # SKIP $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP: //')"
+    else
+      echo "not ok $n - $name (exit $rc)"
+      tail -n 40 "$log" | sed 's/^/# /'
+    fi
+  done
+  rm -f "$log"
+}
