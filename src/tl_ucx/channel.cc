@@ -1,5 +1,6 @@
 #include "tl_ucx/channel.h"
 
+#include <cassert>
 #include <cstring>
 
 #include "core/clock.h"
@@ -158,19 +159,34 @@ const void *RecvChannel::peek(size_t *bytes) {
   for (Slot &slot : slots_) {
     if (!slot.posted) post(slot);
   }
-  Slot &slot = slots_[head_];
-  if (!complete(slot)) {
-    worker_.progress();
-    if (!complete(slot)) return nullptr;
+  for (size_t skipped = 0; skipped <= slots_.size(); ++skipped) {
+    Slot &slot = slots_[head_];
+    if (!complete(slot)) {
+      worker_.progress();
+      if (!complete(slot)) return nullptr;
+    }
+    if (slot.length > 0) {
+      *bytes = slot.length - slot.consumed;
+      return slot.data.get() + slot.consumed;
+    }
+    repost_head();  // a failed receive (already logged) carries nothing: pass over it
   }
-  *bytes = slot.length - slot.consumed;
-  return slot.data.get() + slot.consumed;
+  return nullptr;
 }
 
 void RecvChannel::consume(size_t bytes) {
+  // Nothing to give back when nothing was lent: the head may still be in flight, and
+  // re-posting it would orphan UCX's request and lose the message it matches.
+  if (bytes == 0) return;
   Slot &slot = slots_[head_];
+  assert(slot.posted && slot.request == nullptr && "consume() of a receive not yet complete");
   slot.consumed += bytes;
-  if (slot.consumed < slot.length) return;
+  assert(slot.consumed <= slot.length && "consume() of more than peek() lent");
+  if (slot.consumed == slot.length) repost_head();
+}
+
+void RecvChannel::repost_head() {
+  Slot &slot = slots_[head_];
   slot.posted = false;
   post(slot);  // back at the end of the ring: receives match in posting order
   head_ = (head_ + 1) % slots_.size();

@@ -62,6 +62,7 @@ class RecvChannel : public tl_host::RecvChannel {
   };
   void post(Slot &slot);
   bool complete(Slot &slot);
+  void repost_head();
 
   Worker &worker_;
   ucp_tag_t tag_;
