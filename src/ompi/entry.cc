@@ -1,0 +1,226 @@
+// The C entry points the glue calls: each checks the call against the rules (memory, type, op,
+// layout), gets the communicator's team and runs the collective on Cohort, or says "fall back".
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "core/log.h"
+#include "ompi/coll_cohort.h"
+#include "ompi/comm_state.h"
+#include "ompi/mpi_map.h"
+
+struct coll_cohort_comm : cohort::ompi::CommState {
+  using CommState::CommState;
+};
+
+namespace cohort::ompi {
+namespace {
+
+struct CollName {
+  const char *name;
+  int bit;
+};
+constexpr CollName kCollNames[] = {
+    {"allreduce", COLL_COHORT_ALLREDUCE},
+    {"bcast", COLL_COHORT_BCAST},
+    {"reduce", COLL_COHORT_REDUCE},
+    {"allgather", COLL_COHORT_ALLGATHER},
+    {"reduce_scatter_block", COLL_COHORT_REDUCE_SCATTER_BLOCK},
+    {"alltoall", COLL_COHORT_ALLTOALL},
+    {"barrier", COLL_COHORT_BARRIER},
+};
+
+int parse_collectives(const char *list) {
+  if (list == nullptr || std::strcmp(list, "all") == 0) return (1 << 7) - 1;
+  int mask = 0;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    bool known = false;
+    for (const CollName &c : kCollNames) {
+      if (item == c.name) mask |= c.bit, known = true;
+    }
+    if (!known) {
+      COHORT_LOG_WARN(COLL,
+                      "coll/cohort: coll_cohort_collectives names '%s', which is not one of "
+                      "allreduce, bcast, reduce, allgather, reduce_scatter_block, alltoall, "
+                      "barrier: ignored",
+                      item.c_str());
+    }
+  }
+  return mask;
+}
+
+// The common front of every entry: reentry, an earlier failure, the memory rule, the team.
+// Returns the team, or nullptr after counting the fallback.
+cohort_team_t admit(CommState *state, Coll coll, const CallBuffers &buffers) {
+  if (busy()) return state->fall_back(coll, Fallback::kReentered), nullptr;
+  if (state->failed_before()) return state->fall_back(coll, Fallback::kAfterFailure), nullptr;
+  MemoryType type = MemoryType::kHost;
+  if (auto reason =
+          memory_rule(buffers, params().host_buffers != 0, memory_type_detector(), &type)) {
+    return state->fall_back(coll, *reason), nullptr;
+  }
+  cohort_team_t team = state->team();
+  if (team == nullptr) state->fall_back(coll, Fallback::kNoTeam);
+  return team;
+}
+
+// Ranks of the team are those of the communicator (it is made from a duplicate of it).
+int comm_rank(const CommState *state) {
+  int rank = 0;
+  MPI_Comm_rank(state->comm(), &rank);
+  return rank;
+}
+
+// A reduction's element type and op, or the fallback reason.
+std::optional<Fallback> reduction(MPI_Datatype datatype, MPI_Op op, cohort_dtype_t *dtype,
+                                  cohort_op_t *cop) {
+  auto d = reduction_dtype(datatype);
+  if (!d) return Fallback::kDatatype;
+  auto o = reduction_op(op);
+  if (!o) return Fallback::kOp;
+  *dtype = *d;
+  *cop = *o;
+  return std::nullopt;
+}
+
+}  // namespace
+}  // namespace cohort::ompi
+
+using namespace cohort::ompi;
+
+extern "C" {
+
+int coll_cohort_configure(const coll_cohort_params_t *p) {
+  set_params(*p);
+  return p->enable ? parse_collectives(p->collectives) : 0;
+}
+
+int coll_cohort_busy(void) { return busy() ? 1 : 0; }
+
+coll_cohort_comm_t *coll_cohort_comm_new(MPI_Comm comm) { return new coll_cohort_comm(comm); }
+
+void coll_cohort_comm_free(coll_cohort_comm_t *state) { delete state; }
+
+int coll_cohort_allreduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
+                          MPI_Datatype datatype, MPI_Op op, int *rc) {
+  const Coll coll = Coll::kAllreduce;
+  cohort_dtype_t dtype;
+  cohort_op_t cop;
+  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
+  const bool in_place = sbuf == MPI_IN_PLACE;
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  return state->finish(coll,
+                       cohort_allreduce(team, in_place ? rbuf : sbuf, rbuf, count, dtype, cop), rc);
+}
+
+int coll_cohort_reduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, int root, int *rc) {
+  const Coll coll = Coll::kReduce;
+  cohort_dtype_t dtype;
+  cohort_op_t cop;
+  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
+  // The receive buffer counts only at the root, where MPI_IN_PLACE means "input is there".
+  const bool is_root = comm_rank(state) == root;
+  const bool in_place = is_root && sbuf == MPI_IN_PLACE;
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, is_root ? rbuf : nullptr});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  return state->finish(coll,
+                       cohort_reduce(team, in_place ? rbuf : sbuf, is_root ? rbuf : nullptr, count,
+                                     dtype, cop, root),
+                       rc);
+}
+
+int coll_cohort_bcast(coll_cohort_comm_t *state, void *buf, int count, MPI_Datatype datatype,
+                      int root, int *rc) {
+  const Coll coll = Coll::kBcast;
+  auto bytes = contiguous_bytes(datatype, count);
+  if (!bytes) return state->fall_back(coll, Fallback::kNotContiguous);
+  cohort_team_t team = admit(state, coll, {nullptr, buf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  return state->finish(coll, cohort_broadcast(team, buf, buf, *bytes, COHORT_UINT8, root), rc);
+}
+
+int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scount,
+                          MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
+                          int *rc) {
+  const Coll coll = Coll::kAllgather;
+  const bool in_place = sbuf == MPI_IN_PLACE;
+  auto block = contiguous_bytes(rdtype, rcount);
+  auto sent = in_place ? block : contiguous_bytes(sdtype, scount);
+  if (!block || !sent) return state->fall_back(coll, Fallback::kNotContiguous);
+  if (*sent != *block)
+    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
+  if (team == nullptr) return 0;
+  // In place, this rank's block is already in its slot: Cohort's convention exactly.
+  const void *send = in_place ? static_cast<const char *>(rbuf) + comm_rank(state) * *block : sbuf;
+  BusyScope busy;
+  return state->finish(coll, cohort_allgather(team, send, rbuf, *block, COHORT_UINT8), rc);
+}
+
+int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
+                                     int rcount, MPI_Datatype datatype, MPI_Op op, int *rc) {
+  const Coll coll = Coll::kReduceScatterBlock;
+  cohort_dtype_t dtype;
+  cohort_op_t cop;
+  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
+  const bool in_place = sbuf == MPI_IN_PLACE;
+  MemoryType type = MemoryType::kHost;
+  if (in_place) {
+    // MPI keeps the result at the start of the buffer, Cohort (as NCCL) in this rank's block:
+    // the block is moved after the call, which only the CPU can do.
+    memory_rule({nullptr, rbuf}, true, memory_type_detector(), &type);
+    if (type != MemoryType::kHost) {
+      return state->fall_back(coll, Fallback::kRefused, "in place on device memory");
+    }
+  }
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  if (!in_place) {
+    return state->finish(coll, cohort_reduce_scatter(team, sbuf, rbuf, rcount, dtype, cop), rc);
+  }
+  int elem = 0;
+  MPI_Type_size(datatype, &elem);
+  const size_t block = static_cast<size_t>(rcount) * static_cast<size_t>(elem);
+  char *mine = static_cast<char *>(rbuf) + comm_rank(state) * block;
+  int done = state->finish(coll, cohort_reduce_scatter(team, rbuf, mine, rcount, dtype, cop), rc);
+  if (done && *rc == MPI_SUCCESS && mine != rbuf) std::memmove(rbuf, mine, block);
+  return done;
+}
+
+int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,
+                         MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
+                         int *rc) {
+  const Coll coll = Coll::kAlltoall;
+  const bool in_place = sbuf == MPI_IN_PLACE;
+  auto block = contiguous_bytes(rdtype, rcount);
+  auto sent = in_place ? block : contiguous_bytes(sdtype, scount);
+  if (!block || !sent) return state->fall_back(coll, Fallback::kNotContiguous);
+  if (*sent != *block)
+    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  return state->finish(
+      coll, cohort_alltoall(team, in_place ? rbuf : sbuf, rbuf, *block, COHORT_UINT8), rc);
+}
+
+int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc) {
+  const Coll coll = Coll::kBarrier;
+  cohort_team_t team = admit(state, coll, {});  // no buffer: the host rule decides
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  return state->finish(coll, cohort_barrier(team), rc);
+}
+
+}  // extern "C"

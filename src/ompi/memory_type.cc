@@ -1,0 +1,88 @@
+#include "ompi/memory_type.h"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+
+#include "core/log.h"
+
+namespace cohort::ompi {
+namespace {
+
+// The few driver API values used here (cuda.h is not needed to build the component).
+using CuResult = int;
+using CuPointerAttribute = int;
+constexpr CuResult kCudaSuccess = 0;
+constexpr CuPointerAttribute kAttrMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr CuPointerAttribute kAttrIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr unsigned kMemoryTypeDevice = 2;          // CU_MEMORYTYPE_DEVICE
+
+using CuInit = CuResult (*)(unsigned);
+using CuDeviceGetCount = CuResult (*)(int *);
+using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t);
+
+class HostOnly final : public MemoryTypeDetector {
+ public:
+  MemoryType of(const void *) override { return MemoryType::kHost; }
+};
+
+class CudaDriver final : public MemoryTypeDetector {
+ public:
+  explicit CudaDriver(CuPointerGetAttribute get) : get_(get) {}
+  // Memory the driver does not know (plain host memory) makes the query fail: host.
+  MemoryType of(const void *buffer) override {
+    unsigned type = 0;
+    if (get_(&type, kAttrMemoryType, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
+      return MemoryType::kHost;
+    }
+    if (type != kMemoryTypeDevice) return MemoryType::kHost;
+    unsigned managed = 0;
+    get_(&managed, kAttrIsManaged, reinterpret_cast<uintptr_t>(buffer));
+    return managed ? MemoryType::kManaged : MemoryType::kDevice;
+  }
+
+ private:
+  CuPointerGetAttribute get_;
+};
+
+// Loads the driver once; a machine without it (or without a device) gets HostOnly.
+MemoryTypeDetector &default_detector() {
+  static MemoryTypeDetector *detector = []() -> MemoryTypeDetector * {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return new HostOnly;
+    auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
+    auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
+    auto get = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+    int devices = 0;
+    if (init == nullptr || count == nullptr || get == nullptr || init(0) != kCudaSuccess ||
+        count(&devices) != kCudaSuccess || devices == 0) {
+      COHORT_LOG_INFO(COLL,
+                      "coll/cohort: CUDA driver without a usable device: every buffer is "
+                      "host memory");
+      return new HostOnly;
+    }
+    return new CudaDriver(get);
+  }();
+  return *detector;
+}
+
+MemoryTypeDetector *injected = nullptr;
+
+}  // namespace
+
+const char *memory_type_name(MemoryType type) {
+  switch (type) {
+    case MemoryType::kHost: return "host";
+    case MemoryType::kDevice: return "device";
+    case MemoryType::kManaged: return "managed";
+  }
+  return "?";
+}
+
+MemoryTypeDetector &memory_type_detector() {
+  return injected != nullptr ? *injected : default_detector();
+}
+
+void set_memory_type_detector(MemoryTypeDetector *detector) { injected = detector; }
+
+}  // namespace cohort::ompi

@@ -1,0 +1,127 @@
+// The Open MPI component's per-call decisions, without MPI running: the memory rule with an
+// injected detector (no CUDA driver here), the MPI type / op mapping, the collectives list.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "ompi/coll_cohort.h"
+#include "ompi/dispatch.h"
+#include "ompi/memory_type.h"
+#include "ompi/mpi_map.h"
+
+namespace cohort::ompi {
+namespace {
+
+// Says what it was told for the addresses it knows, host for the rest.
+class FakeDetector final : public MemoryTypeDetector {
+ public:
+  std::map<const void *, MemoryType> known;
+  int queries = 0;
+  MemoryType of(const void *buffer) override {
+    ++queries;
+    auto it = known.find(buffer);
+    return it == known.end() ? MemoryType::kHost : it->second;
+  }
+};
+
+TEST(OmpiDispatch, HostBuffersFallBackUnlessTheHostSwitchIsOn) {
+  FakeDetector detector;
+  double a = 0, b = 0;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({&a, &b}, false, detector, &type), Fallback::kHostBuffer);
+  EXPECT_EQ(type, MemoryType::kHost);
+  EXPECT_EQ(memory_rule({&a, &b}, true, detector, &type), std::nullopt);
+  EXPECT_EQ(type, MemoryType::kHost);
+  EXPECT_EQ(detector.queries, 4);
+}
+
+TEST(OmpiDispatch, DeviceBuffersRunOnCohortWithTheHostSwitchOff) {
+  FakeDetector detector;
+  char device_send[8], device_recv[8];
+  detector.known[device_send] = MemoryType::kDevice;
+  detector.known[device_recv] = MemoryType::kDevice;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({device_send, device_recv}, false, detector, &type), std::nullopt);
+  EXPECT_EQ(type, MemoryType::kDevice);
+  // MPI_IN_PLACE: only the receive buffer is looked at.
+  EXPECT_EQ(memory_rule({nullptr, device_recv}, false, detector, &type), std::nullopt);
+  EXPECT_EQ(type, MemoryType::kDevice);
+}
+
+TEST(OmpiDispatch, ManagedMemoryTakesTheDevicePath) {
+  FakeDetector detector;
+  char managed[8];
+  detector.known[managed] = MemoryType::kManaged;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({managed, managed}, false, detector, &type), std::nullopt);
+  EXPECT_EQ(type, MemoryType::kManaged);
+}
+
+TEST(OmpiDispatch, MixedBuffersFallBackEvenWithTheHostSwitchOn) {
+  FakeDetector detector;
+  char device[8], host[8];
+  detector.known[device] = MemoryType::kDevice;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({device, host}, true, detector, &type), Fallback::kMixedMemory);
+  EXPECT_EQ(memory_rule({host, device}, true, detector, &type), Fallback::kMixedMemory);
+}
+
+TEST(OmpiDispatch, CallsWithoutBuffersFollowTheHostRule) {
+  FakeDetector detector;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({}, false, detector, &type), Fallback::kHostBuffer);
+  EXPECT_EQ(memory_rule({}, true, detector, &type), std::nullopt);
+  EXPECT_EQ(detector.queries, 0);
+}
+
+TEST(OmpiDispatch, TheInjectedDetectorReplacesTheDriverAndCanBeRemoved) {
+  FakeDetector detector;
+  int buffer = 0;
+  detector.known[&buffer] = MemoryType::kDevice;
+  set_memory_type_detector(&detector);
+  EXPECT_EQ(memory_type_detector().of(&buffer), MemoryType::kDevice);
+  set_memory_type_detector(nullptr);
+  // The default: the CUDA driver where there is one (a stack variable is host memory to it),
+  // everything host where there is none (this machine).
+  EXPECT_EQ(memory_type_detector().of(&buffer), MemoryType::kHost);
+}
+
+TEST(OmpiMpiMap, PredefinedCTypesMapToCohortTypesBySizeAndSign) {
+  EXPECT_EQ(reduction_dtype(MPI_FLOAT), COHORT_FLOAT32);
+  EXPECT_EQ(reduction_dtype(MPI_DOUBLE), COHORT_FLOAT64);
+  EXPECT_EQ(reduction_dtype(MPI_INT), COHORT_INT32);
+  EXPECT_EQ(reduction_dtype(MPI_UNSIGNED), COHORT_UINT32);
+  EXPECT_EQ(reduction_dtype(MPI_INT8_T), COHORT_INT8);
+  EXPECT_EQ(reduction_dtype(MPI_UNSIGNED_CHAR), COHORT_UINT8);
+  EXPECT_EQ(reduction_dtype(MPI_LONG_LONG), COHORT_INT64);
+  EXPECT_EQ(reduction_dtype(MPI_UINT64_T), COHORT_UINT64);
+  EXPECT_EQ(reduction_dtype(MPI_LONG), sizeof(long) == 8 ? COHORT_INT64 : COHORT_INT32);
+}
+
+TEST(OmpiMpiMap, TypesAndOpsCohortLacksHaveNoMapping) {
+  EXPECT_EQ(reduction_dtype(MPI_SHORT), std::nullopt);
+  EXPECT_EQ(reduction_dtype(MPI_DOUBLE_INT), std::nullopt);
+  EXPECT_EQ(reduction_dtype(MPI_LONG_DOUBLE), std::nullopt);
+  EXPECT_EQ(reduction_dtype(MPI_CHAR), std::nullopt);
+  EXPECT_EQ(reduction_op(MPI_SUM), COHORT_SUM);
+  EXPECT_EQ(reduction_op(MPI_PROD), COHORT_PROD);
+  EXPECT_EQ(reduction_op(MPI_MIN), COHORT_MIN);
+  EXPECT_EQ(reduction_op(MPI_MAX), COHORT_MAX);
+  EXPECT_EQ(reduction_op(MPI_MAXLOC), std::nullopt);
+  EXPECT_EQ(reduction_op(MPI_BAND), std::nullopt);
+  EXPECT_EQ(reduction_op(MPI_REPLACE), std::nullopt);
+}
+
+TEST(OmpiParams, TheCollectivesListPicksWhatTheModuleOffers) {
+  coll_cohort_params_t p = {1, 40, 0, 0, "all"};
+  EXPECT_EQ(coll_cohort_configure(&p), 0x7f);
+  p.collectives = " allreduce ,barrier";
+  EXPECT_EQ(coll_cohort_configure(&p), COLL_COHORT_ALLREDUCE | COLL_COHORT_BARRIER);
+  p.collectives = "bcast,allgatherv";  // the unknown name is warned about and skipped
+  EXPECT_EQ(coll_cohort_configure(&p), COLL_COHORT_BCAST);
+  p.enable = 0;
+  EXPECT_EQ(coll_cohort_configure(&p), 0);
+}
+
+}  // namespace
+}  // namespace cohort::ompi

@@ -1,0 +1,137 @@
+#!/bin/sh
+# TAP test of the Open MPI coll component: installed into a staging folder, loaded through
+# mca_base_component_path, it must run unmodified C and Fortran MPI programs at np 2, 3, 4 with
+# the same results as Open MPI's own modules, show up in coll_base_verbose, fall back for what
+# it does not take, and obey its MCA parameters.
+# Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, MPIFORT, MPI_CFLAGS,
+# MPI_LIBS, SANITIZER_FLAGS, HAVE_COMPONENT.
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_mpi_yield_when_idle=1
+log=$stage/log
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' "$log" | tail -40; }
+result() { if [ "$1" -eq 0 ]; then ok "$2"; else not_ok "$2"; fi; }
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+[ "$HAVE_COMPONENT" = yes ] || skip_all "the component is not built (Open MPI 4.1 development headers missing)"
+# An ASan component would need libasan preloaded into every MPI process and mpirun itself.
+[ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
+
+echo "1..19"
+make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
+prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
+libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
+component_dir=$libdir/cohort/openmpi
+{ test -f "$component_dir/mca_coll_cohort.so" && ! test -e "$component_dir/mca_coll_cohort.la"; } >>"$log" 2>&1
+result $? "make install puts mca_coll_cohort.so (and no .la) in \$libdir/cohort/openmpi"
+
+# The default component folder stays on the path after ours, as the README shows.
+default_dir=$(ompi_info --parsable --param mca base --level 9 2>/dev/null |
+  sed -n 's/^mca:mca:base:param:mca_base_component_path:value:"*\([^"]*\)"*$/\1/p' | head -1)
+path="$component_dir:${default_dir:-/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3}"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# (ompi_info takes the path from the environment only, not from --mca.)
+OMPI_MCA_mca_base_component_path="$path" ompi_info --param coll cohort --level 9 >"$log" 2>&1 &&
+  grep -q 'coll_cohort_priority.*current value: "40"' "$log" && grep -q 'coll_cohort_host' "$log" &&
+  grep -q 'coll_cohort_collectives' "$log"
+result $? "ompi_info lists the component's parameters (priority 40 by default)"
+
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
+result $? "the C test program builds against mpi.h alone"
+
+run() {  # output np program [mpirun options...]
+  out=$1 np=$2 prog=$3
+  shift 3
+  timeout 300 "$MPIRUN" -np "$np" -x LD_LIBRARY_PATH --mca mca_base_component_path "$path" "$@" "$prog" >"$out" 2>&1 </dev/null
+}
+digests() { grep -E '^[0-9]+ [a-z]' "$1" | sort; }
+# Rank 0's end-of-communicator summary for MPI_COMM_WORLD (coll_cohort_verbose 1).
+summary() { grep '\[0\] COHORT INFO COLL coll/cohort: MPI_COMM_WORLD:' "$1"; }
+
+same_digests() {  # a b: the same cases with the same results, and enough of them
+  digests "$1" >"$stage/a" && digests "$2" >"$stage/b" && diff "$stage/a" "$stage/b" >"$log" 2>&1 &&
+    [ "$(wc -l <"$stage/a")" -ge "$3" ]
+}
+on_cohort() {  # summary collectives...: each ran on Cohort at least once
+  for c in "$@"; do
+    echo "$s" | grep -Eq "$c [1-9][0-9]* on Cohort" || { echo "not on Cohort: $c" >>"$log"; return 1; }
+  done
+}
+all7="MPI_Allreduce MPI_Bcast MPI_Reduce MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall MPI_Barrier"
+
+for np in 2 3 4; do
+  run "$stage/on$np" "$np" "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 --mca coll_base_verbose 10
+  status=$?
+  cp "$stage/on$np" "$log"
+  s=$(summary "$stage/on$np")
+  # shellcheck disable=SC2086
+  [ $status -eq 0 ] && on_cohort $all7 && grep -q "summary: 0 wrong on $np ranks" "$stage/on$np" &&
+    grep -q 'coll:base:comm_select: component available: cohort, priority: 40' "$stage/on$np"
+  result $? "np=$np C: all 7 collectives run on Cohort (coll_base_verbose shows it selected), every result right"
+  echo "$s" >"$log"
+  echo "$s" | grep -q 'MPI_Allreduce .* fell back (op Cohort does not have)' &&
+    echo "$s" | grep -q 'MPI_Allreduce .* fell back (datatype Cohort does not reduce)' &&
+    echo "$s" | grep -q 'MPI_Bcast .* fell back (non-contiguous datatype)'
+  result $? "np=$np C: MPI_MAXLOC, a user op, MPI_SHORT and a strided type fall back (and are right)"
+  run "$stage/off$np" "$np" "$stage/ctest" --mca coll_cohort_enable 0
+  status=$?
+  [ $status -eq 0 ] && ! grep -q 'coll/cohort' "$stage/off$np" && same_digests "$stage/on$np" "$stage/off$np" $((350 * np))
+  result $? "np=$np C: results identical to Open MPI's own modules (coll_cohort_enable 0), $(digests "$stage/on$np" | wc -l) cases"
+done
+
+if [ -z "$MPIFORT" ]; then
+  for np in 0 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no Fortran MPI compiler (mpifort)"; done
+else
+  "$MPIFORT" -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
+  result $? "the Fortran test program builds (use mpi)"
+  for np in 2 3 4; do
+    run "$stage/fon$np" "$np" "$stage/ftest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1
+    status=$?
+    run "$stage/foff$np" "$np" "$stage/ftest" --mca coll_cohort_enable 0
+    status_off=$?
+    cp "$stage/fon$np" "$log"
+    s=$(summary "$stage/fon$np")
+    # shellcheck disable=SC2086
+    [ $status -eq 0 ] && [ $status_off -eq 0 ] && on_cohort $all7 &&
+      grep -q "summary: 0 wrong on $np ranks" "$stage/fon$np" && same_digests "$stage/fon$np" "$stage/foff$np" 30
+    result $? "np=$np Fortran: all 7 collectives run on Cohort, results identical to Open MPI's modules"
+  done
+fi
+
+# Default settings, given the environment way: host buffers stay with Open MPI, no team is made.
+OMPI_MCA_mca_base_component_path="$path" OMPI_MCA_coll_cohort_verbose=1 \
+  timeout 300 "$MPIRUN" -np 2 -x LD_LIBRARY_PATH "$stage/ctest" >"$stage/host_off" 2>&1 </dev/null
+status=$?
+cp "$stage/host_off" "$log"
+s=$(summary "$stage/host_off")
+[ $status -eq 0 ] && echo "$s" | grep -q 'MPI_Allreduce 0 on Cohort, [0-9]* fell back (host buffer' &&
+  ! echo "$s" | grep -Eq '[1-9][0-9]* on Cohort' && ! grep -q 'team for' "$stage/host_off" &&
+  same_digests "$stage/host_off" "$stage/off2" 700
+result $? "host switch off (OMPI_MCA_* form): every host-buffer call falls back, no team is created, same results"
+
+# Only the collectives listed are taken; an unknown name is named in a warning.
+run "$stage/some" 3 "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
+  --mca coll_cohort_collectives "allreduce,barrier,allgatherv"
+status=$?
+cp "$stage/some" "$log"
+s=$(summary "$stage/some")
+[ $status -eq 0 ] && on_cohort MPI_Allreduce MPI_Barrier && ! echo "$s" | grep -q 'MPI_Bcast' &&
+  grep -q "coll_cohort_collectives names 'allgatherv'" "$stage/some" && same_digests "$stage/some" "$stage/off3" 1050
+result $? "coll_cohort_collectives=allreduce,barrier: only those reach Cohort; 'allgatherv' is warned about"
+
+# A team that cannot be made (a bad COHORT_COLL_ALGO fails creation on every rank alike): the
+# reason is warned about once and every collective stays with Open MPI, still right.
+run "$stage/noteam" 3 "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
+  -x COHORT_COLL_ALGO="allreduce=no-such-algorithm"
+status=$?
+cp "$stage/noteam" "$log"
+s=$(summary "$stage/noteam")
+[ $status -eq 0 ] && grep -q '\[0\] COHORT WARN COLL coll/cohort: no Cohort team on MPI_COMM_WORLD: .*no-such-algorithm' "$stage/noteam" &&
+  echo "$s" | grep -q 'MPI_Allreduce 0 on Cohort, .*fell back (no Cohort team' &&
+  same_digests "$stage/noteam" "$stage/off3" 1050
+result $? "a team creation that fails (bad COHORT_COLL_ALGO) is named once; everything falls back, same results"
