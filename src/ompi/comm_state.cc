@@ -168,7 +168,10 @@ void CommState::report() const {
               fallback_text(static_cast<Fallback>(r)) + ")";
     }
   }
-  if (text.empty()) text = "; no collectives";
+  if (text.empty()) {
+    if (params().verbose < 2) return;  // communicators that saw no collective stay quiet
+    text = "; no collectives";
+  }
   log_write(LogLevel::kInfo, kLogCOLL, "coll/cohort: %s: %s", name().c_str(), text.c_str() + 2);
 }
 
