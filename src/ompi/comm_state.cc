@@ -100,6 +100,7 @@ void CommState::create_team() {
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.name = label.c_str();
+  config.cuda_device = team_cuda_device(memory_type_detector());
   cohort_status_t status = cohort_team_create_mpi(dup_, &config, &team_);
   if (status != COHORT_SUCCESS) {
     // Every rank ends creation with the same status, so all fall back alike.

@@ -47,4 +47,8 @@ std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffer
   return std::nullopt;
 }
 
+int team_cuda_device(MemoryTypeDetector &detector) {
+  return detector.thread_uses_gpu() ? COHORT_DEVICE_CURRENT : COHORT_DEVICE_NONE;
+}
+
 }  // namespace cohort::ompi

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "cohort.h"
 #include "ompi/memory_type.h"
 
 namespace cohort::ompi {
@@ -46,5 +47,10 @@ struct CallBuffers {
 // `host_buffers` is on; a call mixing kinds falls back.  Sets *type to the kind found.
 std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
                                     MemoryTypeDetector &detector, MemoryType *type);
+
+// The GPU a communicator's team binds: the calling thread's current one when the application
+// uses a GPU (COHORT_DEVICE_CURRENT), none otherwise (a host-only team: a CPU-only program on
+// a GPU node must not bind every rank to GPU 0).
+int team_cuda_device(MemoryTypeDetector &detector);
 
 }  // namespace cohort::ompi

@@ -20,15 +20,17 @@ constexpr unsigned kMemoryTypeDevice = 2;          // CU_MEMORYTYPE_DEVICE
 using CuInit = CuResult (*)(unsigned);
 using CuDeviceGetCount = CuResult (*)(int *);
 using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t);
+using CuCtxGetCurrent = CuResult (*)(void **);
 
 class HostOnly final : public MemoryTypeDetector {
  public:
   MemoryType of(const void *) override { return MemoryType::kHost; }
+  bool thread_uses_gpu() override { return false; }
 };
 
 class CudaDriver final : public MemoryTypeDetector {
  public:
-  explicit CudaDriver(CuPointerGetAttribute get) : get_(get) {}
+  CudaDriver(CuPointerGetAttribute get, CuCtxGetCurrent current) : get_(get), current_(current) {}
   // Memory the driver does not know (plain host memory) makes the query fail: host.
   MemoryType of(const void *buffer) override {
     unsigned type = 0;
@@ -40,9 +42,14 @@ class CudaDriver final : public MemoryTypeDetector {
     get_(&managed, kAttrIsManaged, reinterpret_cast<uintptr_t>(buffer));
     return managed ? MemoryType::kManaged : MemoryType::kDevice;
   }
+  bool thread_uses_gpu() override {
+    void *context = nullptr;
+    return current_(&context) == kCudaSuccess && context != nullptr;
+  }
 
  private:
   CuPointerGetAttribute get_;
+  CuCtxGetCurrent current_;
 };
 
 // Loads the driver once; a machine without it (or without a device) gets HostOnly.
@@ -53,15 +60,16 @@ MemoryTypeDetector &default_detector() {
     auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
     auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
     auto get = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+    auto current = reinterpret_cast<CuCtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
     int devices = 0;
-    if (init == nullptr || count == nullptr || get == nullptr || init(0) != kCudaSuccess ||
-        count(&devices) != kCudaSuccess || devices == 0) {
+    if (init == nullptr || count == nullptr || get == nullptr || current == nullptr ||
+        init(0) != kCudaSuccess || count(&devices) != kCudaSuccess || devices == 0) {
       COHORT_LOG_INFO(COLL,
                       "coll/cohort: CUDA driver without a usable device: every buffer is "
                       "host memory");
       return new HostOnly;
     }
-    return new CudaDriver(get);
+    return new CudaDriver(get, current);
   }();
   return *detector;
 }

@@ -13,6 +13,8 @@ class MemoryTypeDetector {
  public:
   virtual ~MemoryTypeDetector() = default;
   virtual MemoryType of(const void *buffer) = 0;
+  // True when the calling thread has a current CUDA context (the application uses a GPU).
+  virtual bool thread_uses_gpu() = 0;
 };
 
 // The detector in use: the CUDA driver's when libcuda.so.1 loads and has a device, otherwise

@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
+
+#include "core/build_info.h"
+#if COHORT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "ompi/coll_cohort.h"
 #include "ompi/dispatch.h"
@@ -17,6 +23,8 @@ class FakeDetector final : public MemoryTypeDetector {
  public:
   std::map<const void *, MemoryType> known;
   int queries = 0;
+  bool gpu = false;
+  bool thread_uses_gpu() override { return gpu; }
   MemoryType of(const void *buffer) override {
     ++queries;
     auto it = known.find(buffer);
@@ -74,6 +82,13 @@ TEST(OmpiDispatch, CallsWithoutBuffersFollowTheHostRule) {
   EXPECT_EQ(detector.queries, 0);
 }
 
+TEST(OmpiDispatch, TheTeamBindsAGpuOnlyWhenTheApplicationUsesOne) {
+  FakeDetector detector;
+  EXPECT_EQ(team_cuda_device(detector), COHORT_DEVICE_NONE);
+  detector.gpu = true;
+  EXPECT_EQ(team_cuda_device(detector), COHORT_DEVICE_CURRENT);
+}
+
 TEST(OmpiDispatch, TheInjectedDetectorReplacesTheDriverAndCanBeRemoved) {
   FakeDetector detector;
   int buffer = 0;
@@ -84,6 +99,38 @@ TEST(OmpiDispatch, TheInjectedDetectorReplacesTheDriverAndCanBeRemoved) {
   // The default: the CUDA driver where there is one (a stack variable is host memory to it),
   // everything host where there is none (this machine).
   EXPECT_EQ(memory_type_detector().of(&buffer), MemoryType::kHost);
+}
+
+// The real detector, on a machine with a GPU: the dlopen'd driver tells device, managed and
+// host memory (pageable and pinned) apart, also inside an allocation.
+TEST(OmpiDispatch, TheCudaDriverTellsDeviceManagedAndHostMemoryApart) {
+#if !COHORT_HAVE_CUDA
+  GTEST_SKIP() << "built without CUDA";
+#else
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    GTEST_SKIP() << "no GPU here (run unit_tests --gtest_filter='OmpiDispatch.*' on a GPU machine)";
+  }
+  void *device = nullptr, *managed = nullptr, *pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, 1 << 20), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(&managed, 1 << 20), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&pinned, 1 << 20), cudaSuccess);
+  std::vector<char> pageable(1 << 20);
+  MemoryTypeDetector &detector = memory_type_detector();
+  EXPECT_EQ(detector.of(device), MemoryType::kDevice);
+  EXPECT_EQ(detector.of(static_cast<char *>(device) + 12345), MemoryType::kDevice);
+  EXPECT_EQ(detector.of(managed), MemoryType::kManaged);
+  EXPECT_EQ(detector.of(pinned), MemoryType::kHost);
+  EXPECT_EQ(detector.of(pageable.data()), MemoryType::kHost);
+  EXPECT_TRUE(detector.thread_uses_gpu()) << "cudaMalloc made the primary context current";
+  MemoryType type;
+  EXPECT_EQ(memory_rule({device, device}, false, detector, &type), std::nullopt);
+  EXPECT_EQ(memory_rule({pageable.data(), pageable.data()}, false, detector, &type),
+            Fallback::kHostBuffer);
+  cudaFree(device);
+  cudaFree(managed);
+  cudaFreeHost(pinned);
+#endif
 }
 
 TEST(OmpiMpiMap, PredefinedCTypesMapToCohortTypesBySizeAndSign) {

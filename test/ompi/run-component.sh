@@ -20,7 +20,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..19"
+echo "1..20"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -44,10 +44,24 @@ result $? "ompi_info lists the component's parameters (priority 40 by default)"
 $CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
 result $? "the C test program builds against mpi.h alone"
 
-run() {  # output np program [mpirun options...]
-  out=$1 np=$2 prog=$3
-  shift 3
-  timeout 300 "$MPIRUN" -np "$np" -x LD_LIBRARY_PATH --mca mca_base_component_path "$path" "$@" "$prog" >"$out" 2>&1 </dev/null
+# mpirun_to OUTPUT [mpirun arguments...]: each rank's stdout and stderr go to files of their
+# own (lines of different ranks cannot interleave), joined rank by rank into OUTPUT; mpirun's
+# own words are added when it fails.
+mpirun_to() {
+  out=$1
+  shift
+  rm -rf "$out.d"
+  timeout 300 "$MPIRUN" -x LD_LIBRARY_PATH --output-filename "$out.d" "$@" >"$out.term" 2>&1 </dev/null
+  status=$?
+  cat "$out.d"/1/rank.*/stdout "$out.d"/1/rank.*/stderr >"$out" 2>/dev/null
+  [ $status -eq 0 ] || cat "$out.term" >>"$out"
+  return $status
+}
+# run OUTPUT NP [mpirun options...] PROGRAM [args...], with our component on the path.
+run() {
+  out=$1 np=$2
+  shift 2
+  mpirun_to "$out" -np "$np" --mca mca_base_component_path "$path" "$@"
 }
 digests() { grep -E '^[0-9]+ [a-z]' "$1" | sort; }
 # Rank 0's end-of-communicator summary for MPI_COMM_WORLD (coll_cohort_verbose 1).
@@ -65,7 +79,7 @@ on_cohort() {  # summary collectives...: each ran on Cohort at least once
 all7="MPI_Allreduce MPI_Bcast MPI_Reduce MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall MPI_Barrier"
 
 for np in 2 3 4; do
-  run "$stage/on$np" "$np" "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 --mca coll_base_verbose 10
+  run "$stage/on$np" "$np" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 --mca coll_base_verbose 10 "$stage/ctest"
   status=$?
   cp "$stage/on$np" "$log"
   s=$(summary "$stage/on$np")
@@ -78,7 +92,7 @@ for np in 2 3 4; do
     echo "$s" | grep -q 'MPI_Allreduce .* fell back (datatype Cohort does not reduce)' &&
     echo "$s" | grep -q 'MPI_Bcast .* fell back (non-contiguous datatype)'
   result $? "np=$np C: MPI_MAXLOC, a user op, MPI_SHORT and a strided type fall back (and are right)"
-  run "$stage/off$np" "$np" "$stage/ctest" --mca coll_cohort_enable 0
+  run "$stage/off$np" "$np" --mca coll_cohort_enable 0 "$stage/ctest"
   status=$?
   [ $status -eq 0 ] && ! grep -q 'coll/cohort' "$stage/off$np" && same_digests "$stage/on$np" "$stage/off$np" $((350 * np))
   result $? "np=$np C: results identical to Open MPI's own modules (coll_cohort_enable 0), $(digests "$stage/on$np" | wc -l) cases"
@@ -90,9 +104,9 @@ else
   "$MPIFORT" -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
   result $? "the Fortran test program builds (use mpi)"
   for np in 2 3 4; do
-    run "$stage/fon$np" "$np" "$stage/ftest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1
+    run "$stage/fon$np" "$np" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/ftest"
     status=$?
-    run "$stage/foff$np" "$np" "$stage/ftest" --mca coll_cohort_enable 0
+    run "$stage/foff$np" "$np" --mca coll_cohort_enable 0 "$stage/ftest"
     status_off=$?
     cp "$stage/fon$np" "$log"
     s=$(summary "$stage/fon$np")
@@ -105,7 +119,7 @@ fi
 
 # Default settings, given the environment way: host buffers stay with Open MPI, no team is made.
 OMPI_MCA_mca_base_component_path="$path" OMPI_MCA_coll_cohort_verbose=1 \
-  timeout 300 "$MPIRUN" -np 2 -x LD_LIBRARY_PATH "$stage/ctest" >"$stage/host_off" 2>&1 </dev/null
+  mpirun_to "$stage/host_off" -np 2 "$stage/ctest"
 status=$?
 cp "$stage/host_off" "$log"
 s=$(summary "$stage/host_off")
@@ -115,8 +129,8 @@ s=$(summary "$stage/host_off")
 result $? "host switch off (OMPI_MCA_* form): every host-buffer call falls back, no team is created, same results"
 
 # Only the collectives listed are taken; an unknown name is named in a warning.
-run "$stage/some" 3 "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
-  --mca coll_cohort_collectives "allreduce,barrier,allgatherv"
+run "$stage/some" 3 --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
+  --mca coll_cohort_collectives "allreduce,barrier,allgatherv" "$stage/ctest"
 status=$?
 cp "$stage/some" "$log"
 s=$(summary "$stage/some")
@@ -126,8 +140,8 @@ result $? "coll_cohort_collectives=allreduce,barrier: only those reach Cohort; '
 
 # A team that cannot be made (a bad COHORT_COLL_ALGO fails creation on every rank alike): the
 # reason is warned about once and every collective stays with Open MPI, still right.
-run "$stage/noteam" 3 "$stage/ctest" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
-  -x COHORT_COLL_ALGO="allreduce=no-such-algorithm"
+run "$stage/noteam" 3 --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
+  -x COHORT_COLL_ALGO="allreduce=no-such-algorithm" "$stage/ctest"
 status=$?
 cp "$stage/noteam" "$log"
 s=$(summary "$stage/noteam")
@@ -135,3 +149,13 @@ s=$(summary "$stage/noteam")
   echo "$s" | grep -q 'MPI_Allreduce 0 on Cohort, .*fell back (no Cohort team' &&
   same_digests "$stage/noteam" "$stage/off3" 1050
 result $? "a team creation that fails (bad COHORT_COLL_ALGO) is named once; everything falls back, same results"
+
+# The per-communicator opt-out (info key coll_cohort_enable=false) and the side-by-side bench.
+# shellcheck disable=SC2086
+$CC -std=c99 -O2 -o "$stage/bench" "$SRCDIR/coll_component_bench.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1 &&
+  run "$stage/bench.out" 2 --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/bench" -b 8 -e 1024 -n 20
+status=$?
+cat "$stage/bench.out" >>"$log"
+[ $status -eq 0 ] && grep -Eq '\[0\] COHORT INFO COLL coll/cohort: bench-cohort: MPI_Allreduce [1-9][0-9]* on Cohort' "$stage/bench.out" &&
+  ! grep -q 'bench-ompi' "$stage/bench.out" && grep -Eq '^ +1024 ' "$stage/bench.out"
+result $? "a communicator made with info coll_cohort_enable=false keeps Open MPI's modules (the side-by-side bench runs)"

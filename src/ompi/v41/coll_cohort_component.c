@@ -8,6 +8,7 @@
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/util/info.h"
 
 #include "ompi/coll_cohort.h"
 
@@ -217,10 +218,21 @@ static int cohort_init_query(bool enable_progress_threads, bool enable_mpi_threa
   return OMPI_SUCCESS;
 }
 
-/* Inter-communicators, single ranks and Cohort's own communicators get no module. */
+/* A communicator made with the info key "coll_cohort_enable" = "false" (MPI_Comm_dup_with_info,
+ * MPI_Comm_split_type, ...) keeps Open MPI's modules: its info is set before selection. */
+static bool disabled_by_info(struct ompi_communicator_t *comm) {
+  bool enable = true;
+  int found = 0;
+  if (comm->super.s_info == NULL) return false;
+  opal_info_get_bool(comm->super.s_info, "coll_cohort_enable", &enable, &found);
+  return found && !enable;
+}
+
+/* Inter-communicators, single ranks, Cohort's own communicators and those whose info says so
+ * get no module. */
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority) {
   if (!param_enable || offered == 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 ||
-      coll_cohort_busy()) {
+      coll_cohort_busy() || disabled_by_info(comm)) {
     return NULL;
   }
   mca_coll_cohort_module_t *m = OBJ_NEW(mca_coll_cohort_module_t);
