@@ -5,7 +5,11 @@
 # Runs: cohort_info --device-check; the duplicate-GPU scenario (2 ranks, one GPU, sharing not
 # allowed: every rank must fail with the message); the shared-GPU scenario under MPS; the
 # whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4, 8 ranks;
-# cohort_info --topo of the machine, a team's topology dump and its byte-identical reload.
+# cohort_info --topo of the machine, a team's topology dump and its byte-identical reload; the
+# Open MPI component (its CUDA-driver unit tests, the C and Fortran component tests against Open
+# MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part.
+# BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
+# and extra/{ctest,ftest,bench} (test/ompi's programs built with mpicc / mpifort).
 set -u
 build=${1:-build}
 results=${2:-/tmp/cohort-gpu}
@@ -24,6 +28,31 @@ run() {  # title command...  (appends to $results/$name.log)
   echo "=== exit $rc" | tee -a "$results/summary.txt"
 }
 nvidia-smi -L > "$results/summary.txt" 2>&1
+component_checks() {
+  local path=$PWD/$build/_install/lib/cohort/openmpi:$OPAL_PREFIX/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+  local mca=(--mca mca_base_component_path "$path")
+  name=component; run "unit tests of the component (memory type from the CUDA driver)" \
+    "$PWD/$build/test/gtest/.libs/unit_tests" --gtest_filter='Ompi*'
+  for prog in ctest ftest; do
+    name=component; run "$prog np=4 through the component (host switch on)" mpirun -np 4 "${mca[@]}" \
+      --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 --output-filename "$results/$prog-on" \
+      "$PWD/$build/extra/$prog"
+    name=component; run "$prog np=4 on Open MPI's modules" mpirun -np 4 "${mca[@]}" \
+      --mca coll_cohort_enable 0 --output-filename "$results/$prog-off" "$PWD/$build/extra/$prog"
+    name=component; run "$prog: the same digests both ways" bash -c "diff \
+      <(cat $results/$prog-on/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) \
+      <(cat $results/$prog-off/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) && \
+      cat $results/$prog-on/1/rank.*/stdout | grep -cE '^[0-9]+ [a-z]'"
+  done
+  for coll in allreduce bcast allgather; do
+    name=bench; run "side by side np=4 $coll: Cohort vs Open MPI's modules" mpirun -np 4 "${mca[@]}" \
+      --mca coll_cohort_host 1 "$PWD/$build/extra/bench" -c $coll -b 8 -e 67108864 -n 400
+  done
+}
+if [ "${GPU_CHECK_ONLY:-}" = component ]; then
+  component_checks
+  exit 0
+fi
 name=info; run "cohort_info --build --device-check" "$PWD/$build/tools/.libs/cohort_info" --build --device-check
 name=duplicate; run "duplicate GPU, 2 ranks, no MPS" mpirun -np 2 "$team_test" gpu-duplicate
 source .devrt/mps.sh start
@@ -45,3 +74,4 @@ name=topo; run "plan from the dump, dumped again" env COHORT_ALLOW_SHARED_GPU=1 
   mpirun -np 2 "$team_test" plan
 name=topo; run "dump -> load -> dump is byte-identical" cmp "$results/dump.xml" /tmp/redump.xml
 source .devrt/mps.sh stop
+component_checks
