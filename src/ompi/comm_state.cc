@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/params.h"
 
 namespace cohort::ompi {
 namespace {
@@ -78,25 +79,53 @@ std::string CommState::name() const {
   return "communicator #" + std::to_string(ordinal_);
 }
 
-cohort_team_t CommState::team() {
-  if (team_state_ == TeamState::kNone) create_team();
+cohort_team_t CommState::team(Coll coll) {
+  if (team_state_ == TeamState::kNone) create_team(coll);
   return team_state_ == TeamState::kReady ? team_ : nullptr;
 }
 
-void CommState::create_team() {
+// The private duplicate: collective over the communicator, so a rank that never makes the
+// call that creates the team would hold the others here, where Open MPI has no timeout.  The
+// wait is nonblocking, and every COHORT_INIT_TIMEOUT seconds it says where it is stuck.
+bool CommState::duplicate(const std::string &label, Coll coll) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Comm_idup(comm_, &dup_, &request) != MPI_SUCCESS) {
+    COHORT_LOG_WARN(COLL,
+                    "coll/cohort: MPI_Comm_idup of %s failed: its collectives stay with "
+                    "Open MPI's modules",
+                    label.c_str());
+    dup_ = MPI_COMM_NULL;
+    return false;
+  }
+  double timeout = 300;
+  param_double("COHORT_INIT_TIMEOUT", &timeout);
+  const int64_t start = now_ns();
+  int64_t next_warning = deadline_after(timeout);
+  Backoff backoff;
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return true;
+    if (now_ns() >= next_warning) {
+      int size = 0;
+      MPI_Comm_size(comm_, &size);
+      COHORT_LOG_WARN(COLL,
+                      "coll/cohort: %s, the first Cohort collective on %s (%d ranks), has "
+                      "waited %.0f s for every rank to join its team's communicator: a rank has "
+                      "not made this call (still waiting)",
+                      coll_mpi_name(coll), label.c_str(), size, (now_ns() - start) / 1e9);
+      next_warning = deadline_after(timeout);
+    }
+    backoff.pause();
+  }
+}
+
+void CommState::create_team(Coll coll) {
   BusyScope busy;  // the duplicate's own selection and its allreduce stay out of Cohort
   install_finalize_hook();
   int64_t start = now_ns();
   std::string label = name();
   team_state_ = TeamState::kUnavailable;
-  if (MPI_Comm_dup(comm_, &dup_) != MPI_SUCCESS) {
-    COHORT_LOG_WARN(COLL,
-                    "coll/cohort: MPI_Comm_dup of %s failed: its collectives stay with "
-                    "Open MPI's modules",
-                    label.c_str());
-    dup_ = MPI_COMM_NULL;
-    return;
-  }
+  if (!duplicate(label, coll)) return;
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.name = label.c_str();

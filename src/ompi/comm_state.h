@@ -37,7 +37,7 @@ class CommState {
 
   // The team, created on first use; nullptr when it cannot be had (every rank alike: team
   // creation ends the same everywhere), after warning once why.
-  cohort_team_t team();
+  cohort_team_t team(Coll coll);
 
   // Counts a fallback (and says so at verbose 2 the first time, 3 every time); returns 0, the
   // entry points' "fall back".
@@ -59,7 +59,8 @@ class CommState {
     long cohort = 0;
     std::array<long, kNumFallbacks> fallback{};
   };
-  void create_team();
+  void create_team(Coll coll);
+  bool duplicate(const std::string &label, Coll coll);
   void report() const;
   std::string name() const;
 

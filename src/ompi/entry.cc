@@ -64,7 +64,7 @@ cohort_team_t admit(CommState *state, Coll coll, const CallBuffers &buffers) {
           memory_rule(buffers, params().host_buffers != 0, memory_type_detector(), &type)) {
     return state->fall_back(coll, *reason), nullptr;
   }
-  cohort_team_t team = state->team();
+  cohort_team_t team = state->team(coll);
   if (team == nullptr) state->fall_back(coll, Fallback::kNoTeam);
   return team;
 }

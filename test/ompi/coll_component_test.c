@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, size, wrong;
 
@@ -255,6 +256,12 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  /* LATE_RANK=r:s makes rank r come s seconds late to the first collective. */
+  const char *late = getenv("LATE_RANK");
+  int late_rank = -1, late_seconds = 0;
+  if (late != NULL && sscanf(late, "%d:%d", &late_rank, &late_seconds) == 2 && rank == late_rank) {
+    sleep((unsigned)late_seconds);
+  }
   test_allreduce();
   test_reduce();
   test_bcast();

@@ -20,7 +20,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..20"
+echo "1..21"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -159,3 +159,12 @@ cat "$stage/bench.out" >>"$log"
 [ $status -eq 0 ] && grep -Eq '\[0\] COHORT INFO COLL coll/cohort: bench-cohort: MPI_Allreduce [1-9][0-9]* on Cohort' "$stage/bench.out" &&
   ! grep -q 'bench-ompi' "$stage/bench.out" && grep -Eq '^ +1024 ' "$stage/bench.out"
 result $? "a communicator made with info coll_cohort_enable=false keeps Open MPI's modules (the side-by-side bench runs)"
+
+# A rank late to the first collective: the others say, every COHORT_INIT_TIMEOUT seconds, where
+# they wait (Open MPI's own modules would wait silently), then go on when it comes.
+run "$stage/late" 3 --mca coll_cohort_host 1 -x LATE_RANK=2:4 -x COHORT_INIT_TIMEOUT=1 "$stage/ctest"
+status=$?
+cp "$stage/late" "$log"
+[ $status -eq 0 ] && grep -q 'summary: 0 wrong on 3 ranks' "$stage/late" &&
+  grep -q '\[0\] COHORT WARN COLL coll/cohort: MPI_Allreduce, the first Cohort collective on MPI_COMM_WORLD (3 ranks), has waited [1-9] s' "$stage/late"
+result $? "a rank 4 s late to the first collective: the others name the communicator and the wait each second, then finish right"
