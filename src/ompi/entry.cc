@@ -31,8 +31,11 @@ constexpr CollName kCollNames[] = {
 };
 
 int parse_collectives(const char *list) {
-  if (list == nullptr || std::strcmp(list, "all") == 0) return (1 << 7) - 1;
   int mask = 0;
+  if (list == nullptr || std::strcmp(list, "all") == 0) {
+    for (const CollName &c : kCollNames) mask |= c.bit;
+    return mask;
+  }
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
