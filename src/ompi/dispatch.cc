@@ -33,7 +33,8 @@ const char *fallback_text(Fallback reason) {
 std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
                                     MemoryTypeDetector &detector, MemoryType *type) {
   std::optional<MemoryType> found;
-  for (const void *buffer : {buffers.send, buffers.recv}) {
+  const void *recv = buffers.recv == buffers.send ? nullptr : buffers.recv;  // asked once
+  for (const void *buffer : {buffers.send, recv}) {
     if (buffer == nullptr) continue;
     MemoryType t = detector.of(buffer);
     if (found && *found != t) {

@@ -1,6 +1,7 @@
 // Where a buffer lives, asked of the CUDA driver (libcuda.so.1, dlopen'd: Debian's Open MPI is
-// not CUDA-aware and the component must load on machines without a driver).  Tests inject
-// their own detector.
+// not CUDA-aware and the component must load on machines without a driver).  Only threads with
+// a current CUDA context are asked about (others pass host memory: a CUDA application makes its
+// device current before it communicates, as NCCL requires).  Tests inject their own detector.
 #pragma once
 
 namespace cohort::ompi {

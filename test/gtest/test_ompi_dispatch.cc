@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "core/build_info.h"
@@ -74,6 +75,15 @@ TEST(OmpiDispatch, MixedBuffersFallBackEvenWithTheHostSwitchOn) {
   EXPECT_EQ(memory_rule({host, device}, true, detector, &type), Fallback::kMixedMemory);
 }
 
+TEST(OmpiDispatch, OneBufferIsAskedAboutOnce) {
+  FakeDetector detector;
+  char device[8];
+  detector.known[device] = MemoryType::kDevice;
+  MemoryType type;
+  EXPECT_EQ(memory_rule({device, device}, false, detector, &type), std::nullopt);
+  EXPECT_EQ(detector.queries, 1);
+}
+
 TEST(OmpiDispatch, CallsWithoutBuffersFollowTheHostRule) {
   FakeDetector detector;
   MemoryType type;
@@ -123,6 +133,11 @@ TEST(OmpiDispatch, TheCudaDriverTellsDeviceManagedAndHostMemoryApart) {
   EXPECT_EQ(detector.of(pinned), MemoryType::kHost);
   EXPECT_EQ(detector.of(pageable.data()), MemoryType::kHost);
   EXPECT_TRUE(detector.thread_uses_gpu()) << "cudaMalloc made the primary context current";
+  // A thread without a CUDA context is not asked about: its buffers count as host memory.
+  std::thread([&] {
+    EXPECT_FALSE(detector.thread_uses_gpu());
+    EXPECT_EQ(detector.of(device), MemoryType::kHost);
+  }).join();
   MemoryType type;
   EXPECT_EQ(memory_rule({device, device}, false, detector, &type), std::nullopt);
   EXPECT_EQ(memory_rule({pageable.data(), pageable.data()}, false, detector, &type),
