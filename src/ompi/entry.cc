@@ -79,6 +79,20 @@ int comm_rank(const CommState *state) {
   return rank;
 }
 
+// The bytes of one rank's block in a data-movement call, when both sides are contiguous and
+// the same size; false after counting the fallback otherwise.
+bool block_bytes(CommState *state, Coll coll, bool in_place, MPI_Datatype sdtype, int scount,
+                 MPI_Datatype rdtype, int rcount, size_t *block) {
+  auto recv = contiguous_bytes(rdtype, rcount);
+  auto sent = in_place ? recv : contiguous_bytes(sdtype, scount);
+  if (!recv || !sent) return state->fall_back(coll, Fallback::kNotContiguous), false;
+  if (*sent != *recv) {
+    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ"), false;
+  }
+  *block = *recv;
+  return true;
+}
+
 // A reduction's element type and op, or the fallback reason.
 std::optional<Fallback> reduction(MPI_Datatype datatype, MPI_Op op, cohort_dtype_t *dtype,
                                   cohort_op_t *cop) {
@@ -157,17 +171,14 @@ int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scoun
                           int *rc) {
   const Coll coll = Coll::kAllgather;
   const bool in_place = sbuf == MPI_IN_PLACE;
-  auto block = contiguous_bytes(rdtype, rcount);
-  auto sent = in_place ? block : contiguous_bytes(sdtype, scount);
-  if (!block || !sent) return state->fall_back(coll, Fallback::kNotContiguous);
-  if (*sent != *block)
-    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+  size_t block = 0;
+  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
   cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
   if (team == nullptr) return 0;
   // In place, this rank's block is already in its slot: Cohort's convention exactly.
-  const void *send = in_place ? static_cast<const char *>(rbuf) + comm_rank(state) * *block : sbuf;
+  const void *send = in_place ? static_cast<const char *>(rbuf) + comm_rank(state) * block : sbuf;
   BusyScope busy;
-  return state->finish(coll, cohort_allgather(team, send, rbuf, *block, COHORT_UINT8), rc);
+  return state->finish(coll, cohort_allgather(team, send, rbuf, block, COHORT_UINT8), rc);
 }
 
 int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
@@ -206,16 +217,13 @@ int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount
                          int *rc) {
   const Coll coll = Coll::kAlltoall;
   const bool in_place = sbuf == MPI_IN_PLACE;
-  auto block = contiguous_bytes(rdtype, rcount);
-  auto sent = in_place ? block : contiguous_bytes(sdtype, scount);
-  if (!block || !sent) return state->fall_back(coll, Fallback::kNotContiguous);
-  if (*sent != *block)
-    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+  size_t block = 0;
+  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
   cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
   if (team == nullptr) return 0;
   BusyScope busy;
   return state->finish(
-      coll, cohort_alltoall(team, in_place ? rbuf : sbuf, rbuf, *block, COHORT_UINT8), rc);
+      coll, cohort_alltoall(team, in_place ? rbuf : sbuf, rbuf, block, COHORT_UINT8), rc);
 }
 
 int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc) {
