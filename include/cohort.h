@@ -88,6 +88,36 @@ typedef enum {
   COHORT_OP_RANGE_MAX_ = 0x7fffffff
 } cohort_op_t;
 
+/* The MPI datatype of a Cohort element type (MPI_INT8_T ... MPI_UINT64_T, MPI_FLOAT,
+ * MPI_DOUBLE), for moving or reducing the same buffers through MPI.  fp16 and bf16 have no
+ * standard MPI type: COHORT_ERR_NOT_SUPPORTED. */
+cohort_status_t cohort_dtype_to_mpi(cohort_dtype_t dtype, MPI_Datatype *datatype);
+/* The MPI op of a Cohort reduction (MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX); AVG has none:
+ * COHORT_ERR_NOT_SUPPORTED. */
+cohort_status_t cohort_op_to_mpi(cohort_op_t op, MPI_Op *mpi_op);
+
+/* ------------------------------------------------------------ memory kinds */
+
+/* Where a buffer lives.  Collectives pick their algorithm by it (cohort_info --algorithms). */
+typedef enum {
+  COHORT_MEMORY_HOST = 0,     /* host memory CUDA does not know (pageable) */
+  COHORT_MEMORY_CUDA_HOST,    /* host memory pinned or registered with CUDA */
+  COHORT_MEMORY_CUDA_MANAGED, /* CUDA managed (unified) memory */
+  COHORT_MEMORY_CUDA_DEVICE,  /* CUDA device memory */
+  COHORT_NUM_MEMORY_KINDS,
+  /* Not kinds: any int is a value of cohort_memory_kind_t. */
+  COHORT_MEMORY_KIND_RANGE_MIN_ = -0x7fffffff - 1,
+  COHORT_MEMORY_KIND_RANGE_MAX_ = 0x7fffffff
+} cohort_memory_kind_t;
+
+/* The kind of memory at ptr, asked of the CUDA driver (loaded at run time).  Only a thread
+ * with a current CUDA context is asked about; on any other thread (and without a driver or a
+ * device) every buffer is COHORT_MEMORY_HOST: make your device current before you
+ * communicate, as NCCL requires. */
+cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind);
+/* "host", "cuda-host", "cuda-managed", "cuda-device"; "invalid" for other values. */
+const char *cohort_memory_kind_name(cohort_memory_kind_t kind);
+
 /* ------------------------------------------------------------ out-of-band */
 
 /* A generic out-of-band allgather, as UCC's ucc_oob_coll: Cohort calls allgather() with
@@ -111,6 +141,10 @@ typedef struct cohort_oob {
 
 #define COHORT_DEVICE_CURRENT (-1) /* the calling thread's current CUDA device */
 #define COHORT_DEVICE_NONE (-2)    /* host-only team: bind no GPU */
+/* The calling thread's current CUDA device if the thread has a CUDA context (the program uses
+ * a GPU already), else none: a CPU-only program on a GPU node binds no GPU and starts no CUDA
+ * context. */
+#define COHORT_DEVICE_ACTIVE (-3)
 
 #define COHORT_TEAM_CONFIG_MAGIC 0xc0407c0fu
 
@@ -121,7 +155,7 @@ typedef struct cohort_team_config {
   size_t size;          /* sizeof(cohort_team_config_t), for ABI evolution */
   unsigned int magic;   /* COHORT_TEAM_CONFIG_MAGIC */
   double init_timeout;  /* seconds a phase may wait for peers; < 0: COHORT_INIT_TIMEOUT */
-  int cuda_device;      /* ordinal, COHORT_DEVICE_CURRENT or COHORT_DEVICE_NONE */
+  int cuda_device;      /* ordinal or COHORT_DEVICE_CURRENT / _NONE / _ACTIVE */
   int allow_shared_gpu; /* 1: several ranks may share a GPU (MPS); 0: no; < 0: env */
   const char *name;     /* label used in logs; NULL: "team" */
 } cohort_team_config_t;

@@ -20,7 +20,7 @@
 #include "core/gpu_identity.h"
 #include "perf_coll.h"
 #include "perf_sweep.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 
 namespace {
 
@@ -163,7 +163,7 @@ bool parse_sweep_option(int c, const char *arg, Options *opt, std::string *error
       return false;
     }
     case 'd': {
-      auto dtype = cohort::tl_host::parse_dtype(arg);
+      auto dtype = cohort::coll::parse_dtype(arg);
       if (dtype) {
         s.dtype = *dtype;
         return true;
@@ -174,7 +174,7 @@ bool parse_sweep_option(int c, const char *arg, Options *opt, std::string *error
       return false;
     }
     case 'o': {
-      auto op = cohort::tl_host::parse_op(arg);
+      auto op = cohort::coll::parse_op(arg);
       if (op) {
         s.op = *op;
         return true;

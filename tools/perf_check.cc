@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/half.h"
 
 namespace cohort::perf {
@@ -112,7 +112,7 @@ int64_t reduced_value(cohort_dtype_t dtype, cohort_op_t op, int ranks, size_t k)
 }  // namespace
 
 Pattern::Pattern(cohort_dtype_t dtype, cohort_op_t op, int ranks)
-    : elem_size_(tl_host::dtype_size(dtype)), inputs_(ranks), reduced_(kPeriod * elem_size_) {
+    : elem_size_(coll::dtype_size(dtype)), inputs_(ranks), reduced_(kPeriod * elem_size_) {
   for (int q = 0; q < ranks; ++q) {
     inputs_[q].resize(kPeriod * elem_size_);
     for (size_t k = 0; k < kPeriod; ++k) {
@@ -145,7 +145,7 @@ void Pattern::reduced(size_t first, size_t count, void *dst) const {
 
 void expected_output(const Call &call, const Pattern &pattern, void *dst) {
   char *out = static_cast<char *>(dst);
-  const size_t count = call.count, block = count * tl_host::dtype_size(call.dtype);
+  const size_t count = call.count, block = count * coll::dtype_size(call.dtype);
   const size_t own_first = static_cast<size_t>(call.rank) * count;
   switch (call.collective) {
     case Collective::kAllreduce: pattern.reduced(0, count, out); return;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 
 namespace cohort::perf {
 
@@ -74,7 +74,7 @@ Call make_call(const CallArgs &args, const Buffers &buffers) {
   call.send = buffers.input;
   call.recv = buffers.output;
   if (!args.in_place) return call;
-  const size_t block_bytes = args.shape.count * tl_host::dtype_size(args.dtype);
+  const size_t block_bytes = args.shape.count * coll::dtype_size(args.dtype);
   const size_t own_block = static_cast<size_t>(args.rank) * block_bytes;
   call.send = buffers.output;
   if (args.collective == Collective::kAllgather) call.send = buffers.output + own_block;
@@ -87,7 +87,7 @@ void stage_in_place(const Call &call, const Shape &shape, const Buffers &buffers
   if (call.collective == Collective::kBroadcast && call.rank != call.root) return;
   // call.send is where the call reads its input in place, for every collective.
   memcpy(const_cast<void *>(call.send), buffers.input,
-         shape.send_count * tl_host::dtype_size(call.dtype));
+         shape.send_count * coll::dtype_size(call.dtype));
 }
 
 Region output_region(const Call &call) {

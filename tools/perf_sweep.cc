@@ -15,7 +15,7 @@
 #include "core/clock.h"
 #include "perf_check.h"
 #include "perf_coll.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 
 namespace cohort::perf {
 namespace {
@@ -120,7 +120,7 @@ double Sweep::time_loop(const Once &once) const {
 
 void Sweep::fail(const Call &call, const char *who, const char *status, const char *detail) const {
   fprintf(stderr, "cohort_perf: rank %d: %s %s of %zu %s elements (%s) failed: %s: %s\n", rank_,
-          who, coll::collective_name(call.collective), call.count, tl_host::dtype_name(call.dtype),
+          who, coll::collective_name(call.collective), call.count, coll::dtype_name(call.dtype),
           call.in_place ? "in place" : "out of place", status, detail);
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
@@ -145,7 +145,7 @@ void Sweep::run_mpi_once(const Call &call) const {
 // and counts the wrong elements over all of them and all ranks.
 long long Sweep::check(const Call &call, const Shape &shape) {
   const Region out = output_region(call);
-  const size_t elem_size = tl_host::dtype_size(call.dtype);
+  const size_t elem_size = coll::dtype_size(call.dtype);
   const Buffers buffers{input_.get(), output_.get()};
   long long wrong = 0;
   for (int it = 0; it < opt_.iterations; ++it) {
@@ -182,7 +182,7 @@ void Sweep::run_collective(Collective c, const std::vector<size_t> &sizes, int *
   const bool reduction = reduces(c);
   // Data movement needs no particular values: the sum pattern is the most varied.
   const Pattern pattern(opt_.dtype, reduction ? opt_.op : COHORT_SUM, size_);
-  const size_t elem_size = tl_host::dtype_size(opt_.dtype);
+  const size_t elem_size = coll::dtype_size(opt_.dtype);
   print_table_header(c);
   // The barrier moves no data: one row.
   const std::vector<size_t> barrier_sizes = {0};
@@ -284,8 +284,8 @@ void Sweep::print_row(const Row &row) const {
   snprintf(root, sizeof root, "%d", rooted(c) ? opt_.root : -1);
   printf(kPrefixFormat, std::to_string(row.shape.bytes).c_str(),
          std::to_string(row.shape.count).c_str(),
-         barrier ? "none" : tl_host::dtype_name(opt_.dtype),
-         reduces(c) ? tl_host::op_name(opt_.op) : "none", root);
+         barrier ? "none" : coll::dtype_name(opt_.dtype),
+         reduces(c) ? coll::op_name(opt_.op) : "none", root);
   for (int p = 0; p < kPlacements; ++p) {
     if (!(p == 0 ? opt_.out_of_place : opt_.in_place)) continue;
     const Measurement &m = row.runs[p];
@@ -373,8 +373,8 @@ bool Sweep::write_json() const {
               "\"redop\": \"%s\", \"root\": %d, \"placement\": \"%s\", \"time_us\": %.3f, "
               "\"algbw_gbs\": %.6f, \"busbw_gbs\": %.6f, \"wrong\": ",
               separator, coll::collective_name(c), row.shape.bytes, row.shape.count,
-              c == Collective::kBarrier ? "none" : tl_host::dtype_name(opt_.dtype),
-              reduces(c) ? tl_host::op_name(opt_.op) : "none", rooted(c) ? opt_.root : -1,
+              c == Collective::kBarrier ? "none" : coll::dtype_name(opt_.dtype),
+              reduces(c) ? coll::op_name(opt_.op) : "none", rooted(c) ? opt_.root : -1,
               kPlacementNames[p], m.time_us, bw, bw * busbw_factor(c, size_));
       if (m.wrong < 0 || c == Collective::kBarrier) {
         fprintf(f, "null");

@@ -10,6 +10,7 @@
 
 #include "cohort.h"
 #include "core/build_info.h"
+#include "core/cuda_driver.h"
 
 #if COHORT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -79,6 +80,10 @@ static Status identity_of(int device, GpuIdentity *out) {
 
 Status query_gpu_identity(int requested, GpuIdentity *out) {
   GpuIdentity id;
+  if (requested == COHORT_DEVICE_ACTIVE) {
+    requested = memory_kind_detector().thread_has_context() ? COHORT_DEVICE_CURRENT
+                                                            : COHORT_DEVICE_NONE;
+  }
   if (requested == COHORT_DEVICE_NONE) {
     *out = id;
     return COHORT_SUCCESS;

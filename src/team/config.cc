@@ -75,10 +75,10 @@ Status resolve_config(const cohort_team_config_t *config, TeamConfig *out) {
                    config->init_timeout);
     }
     if (config->init_timeout > 0) cfg.init_timeout_s = config->init_timeout;
-    if (config->cuda_device < COHORT_DEVICE_NONE) {
+    if (config->cuda_device < COHORT_DEVICE_ACTIVE) {
       return failf(COHORT_ERR_INVALID_ARG,
-                   "config->cuda_device=%d: give an ordinal, COHORT_DEVICE_CURRENT or "
-                   "COHORT_DEVICE_NONE",
+                   "config->cuda_device=%d: give an ordinal, COHORT_DEVICE_CURRENT, "
+                   "COHORT_DEVICE_NONE or COHORT_DEVICE_ACTIVE",
                    config->cuda_device);
     }
     cfg.cuda_device = config->cuda_device;

@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "core/clock.h"
-#include "core/memory_type.h"
+#include "core/cuda_driver.h"
 #include "core/params.h"
 #include "team/rank_list.h"
 #include "team/team.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/executor.h"
 
 namespace cohort {
@@ -29,7 +29,7 @@ Status TeamImpl::check_collective(coll::Collective collective, const void *src, 
                                   int root) const {
   const char *name = coll::collective_name(collective);
   Status s =
-      reduces(collective) ? tl_host::check_reduction(dtype, op) : tl_host::check_dtype(dtype);
+      reduces(collective) ? coll::check_reduction(dtype, op) : coll::check_dtype(dtype);
   if (is_error(s)) return failf(s, "%s: %s", name, last_error().c_str());
   if (rooted(collective) && (root < 0 || root >= size_)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: root=%d is outside the team (size %d)", name, root,
@@ -49,7 +49,7 @@ Status TeamImpl::check_collective(coll::Collective collective, const void *src, 
 Status TeamImpl::check_host_memory(const char *what, const char *which, const void *buf) const {
   // Only a process that uses a GPU asks CUDA (the query needs the runtime up).
   if (buf == nullptr || peers_[rank_].cuda_device < 0) return COHORT_SUCCESS;
-  if (memory_type(buf) != MemoryType::kDevice) return COHORT_SUCCESS;
+  if (host_accessible(memory_kind_detector().kind_of(buf))) return COHORT_SUCCESS;
   return failf(COHORT_ERR_NOT_SUPPORTED,
                "%s: %s is GPU memory; collectives on device buffers are not built yet: pass host "
                "(or managed) memory",
@@ -116,7 +116,7 @@ Status TeamImpl::prepare(coll::Collective collective, const void *src, void *dst
     r.status = COHORT_SUCCESS;
     return COHORT_SUCCESS;
   }
-  const size_t elem = tl_host::dtype_size(dtype);
+  const size_t elem = coll::dtype_size(dtype);
   coll::CollArgs args;
   args.collective = collective;
   args.count = count;
@@ -171,7 +171,7 @@ void TeamImpl::progress_requests() {
 void TeamImpl::advance(CollRequest &r) {
   if (!r.started) {
     r.started = true;
-    r.scratch.resize(r.algorithm->scratch_count() * tl_host::dtype_size(r.dtype));
+    r.scratch.resize(r.algorithm->scratch_count() * coll::dtype_size(r.dtype));
     r.buffers.scratch = r.scratch.data();
     if (r.execution) {
       r.execution->restart(*r.algorithm, r.buffers, r.dtype);

@@ -6,7 +6,7 @@
 #include "coll/p2p.h"
 #include "coll/steps.h"
 #include "team/team.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 
 namespace cohort {
 
@@ -14,7 +14,7 @@ Status TeamImpl::check_p2p(const P2POp &op) const {
   const char *what = op.send ? "cohort_send" : "cohort_recv";
   Status s = usable_for(what);
   if (is_error(s)) return s;
-  if (is_error(tl_host::check_dtype(op.dtype))) {
+  if (is_error(coll::check_dtype(op.dtype))) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s", what, last_error().c_str());
   }
   if (op.peer < 0 || op.peer >= size_) {
@@ -37,7 +37,7 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
   std::vector<int> self_sends;  // user-buffer indices of sends to self, in order
   size_t self_recvs = 0, bytes = 0;
   for (const P2POp &op : ops) {
-    const size_t n = op.count * tl_host::dtype_size(op.dtype);
+    const size_t n = op.count * coll::dtype_size(op.dtype);
     const auto user = static_cast<uint32_t>(request->buffers.user.size());
     request->buffers.user.push_back(op.buf);
     coll::Span span{coll::Buffer::kUser, 0, n, user};
@@ -54,7 +54,7 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
     } else {
       const coll::Span from{coll::Buffer::kUser, 0, n,
                             static_cast<uint32_t>(self_sends[self_recvs++])};
-      const size_t sent = ops[from.user].count * tl_host::dtype_size(ops[from.user].dtype);
+      const size_t sent = ops[from.user].count * coll::dtype_size(ops[from.user].dtype);
       if (sent != n) {
         return failf(COHORT_ERR_INVALID_ARG,
                      "send/recv group on team '%s': a send to self of %zu bytes is received as "

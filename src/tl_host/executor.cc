@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/reduce.h"
 
 namespace cohort::tl_host {
@@ -18,7 +18,7 @@ Execution::Execution(const coll::Algorithm &algorithm, const HostBuffers &buffer
     : algorithm_(&algorithm),
       buffers_(buffers),
       dtype_(dtype),
-      elem_(dtype_size(dtype)),
+      elem_(coll::dtype_size(dtype)),
       peers_(peers) {}
 
 void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buffers,
@@ -26,7 +26,7 @@ void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buf
   algorithm_ = &algorithm;
   buffers_ = buffers;
   dtype_ = dtype;
-  elem_ = dtype_size(dtype);
+  elem_ = coll::dtype_size(dtype);
   step_ = -1;
   actions_.clear();
   transfers_.clear();

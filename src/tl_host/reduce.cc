@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "core/log.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/half.h"
 
 namespace cohort::tl_host {
@@ -199,7 +199,7 @@ bool with_format_and_op(cohort_dtype_t dtype, cohort_op_t op, Fn &&fn) {
 // `arg` names a further int argument that must be >= 1 (nin, team_size).
 bool check_valid(const char *what, cohort_dtype_t dtype, cohort_op_t op, const char *arg,
                  int value) {
-  if (op_supported(dtype, op) && value >= 1) return true;
+  if (coll::op_supported(dtype, op) && value >= 1) return true;
   COHORT_LOG_WARN(COLL, "%s: dtype=%d op=%d %s=%d invalid; buffer left unchanged", what,
                   static_cast<int>(dtype), static_cast<int>(op), arg, value);
   return false;
@@ -220,7 +220,7 @@ void reduce_multi(void *out, const void *const *ins, int nin, size_t count, coho
                   cohort_op_t op) {
   if (count == 0 || !check_valid("reduce_multi", dtype, op, "nin", nin)) return;
   if (nin == 1) {
-    if (out != ins[0]) std::memcpy(out, ins[0], count * dtype_size(dtype));
+    if (out != ins[0]) std::memcpy(out, ins[0], count * coll::dtype_size(dtype));
     return;
   }
   if (nin == 2 && out == ins[0]) return reduce_into(out, ins[1], count, dtype, op);

@@ -126,17 +126,17 @@ TEST_F(ConfigTest, InitTimeoutZeroOrNaN) {
   expect_invalid(config, "init_timeout");
 }
 
-TEST_F(ConfigTest, CudaDeviceBelowNone) {
+TEST_F(ConfigTest, CudaDeviceBelowActive) {
   cohort_team_config_t config = valid_config();
   config.cuda_device = -5;
   expect_invalid(config, "cuda_device");
   EXPECT_TRUE(contains(cohort_last_error(), "-5")) << cohort_last_error();
-  config.cuda_device = COHORT_DEVICE_NONE - 1;
+  config.cuda_device = COHORT_DEVICE_ACTIVE - 1;
   expect_invalid(config, "cuda_device");
 }
 
 TEST_F(ConfigTest, CudaDeviceValidValues) {
-  for (int device : {COHORT_DEVICE_NONE, COHORT_DEVICE_CURRENT, 0, 3}) {
+  for (int device : {COHORT_DEVICE_ACTIVE, COHORT_DEVICE_NONE, COHORT_DEVICE_CURRENT, 0, 3}) {
     cohort_team_config_t config = valid_config();
     config.cuda_device = device;
     TeamConfig out = junk();

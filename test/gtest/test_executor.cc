@@ -12,13 +12,15 @@
 
 #include "coll/schedule.h"
 #include "core/clock.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/executor.h"
 #include "tl_host/half.h"
 #include "tl_host/mailbox.h"
 
 namespace cohort::tl_host {
 namespace {
+
+using namespace coll;  // dtypes and ops
 
 // n x n mailboxes (from, to) in one aligned block, and their two ends.
 class Mesh {

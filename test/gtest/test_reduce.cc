@@ -24,12 +24,14 @@
 
 #include "cohort.h"
 #include "core/status.h"
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 #include "tl_host/half.h"
 #include "tl_host/reduce.h"
 
 namespace cohort::tl_host {
 namespace {
+
+using namespace coll;  // dtypes and ops
 
 const cohort_dtype_t kAllDtypes[] = {COHORT_INT8,    COHORT_UINT8,  COHORT_INT32,   COHORT_UINT32,
                                      COHORT_INT64,   COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16,

@@ -6,7 +6,7 @@
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-echo "1..6"
+echo "1..7"
 n=0
 result() {  # status description
   n=$((n + 1))
@@ -21,6 +21,10 @@ libdir=$(find "$root" -name 'libcohort.so.0' -printf '%h\n' | head -1)
   readelf -d "$libdir/libcohort.so.0" | grep -q 'SONAME.*libcohort.so.0' &&
   test -x "$root/bin/cohort_info" && test -x "$root/bin/cohort_perf"; } >"$stage/log" 2>&1
 result $? "headers, libcohort.so.0 (soname), tools installed"
+# The library's ABI is the C API: internal C++ symbols stay hidden.
+nm -D --defined-only "$libdir/libcohort.so.0" | awk '{print $NF}' | grep -v '^cohort_' >"$stage/log" 2>&1
+test ! -s "$stage/log" && nm -D --defined-only "$libdir/libcohort.so.0" | grep -q ' T cohort_allreduce$'
+result $? "libcohort.so.0 exports cohort_* only"
 export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage/root"
 flags=$(pkg-config --cflags --libs cohort 2>"$stage/log")
 result $? "pkg-config cohort: $flags"

@@ -1,10 +1,10 @@
-#include "tl_host/dtype.h"
+#include "coll/dtype.h"
 
 #include <cstdint>
 #include <iterator>
 #include <string>
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 namespace {
 
 struct DtypeInfo {
@@ -110,4 +110,53 @@ Status check_reduction(int dtype, int op) {
   return COHORT_SUCCESS;
 }
 
-}  // namespace cohort::tl_host
+Status mpi_datatype(int dtype, MPI_Datatype *out) {
+  Status s = check_dtype(dtype);
+  if (is_error(s)) return s;
+  switch (static_cast<cohort_dtype_t>(dtype)) {
+    case COHORT_INT8: *out = MPI_INT8_T; break;
+    case COHORT_UINT8: *out = MPI_UINT8_T; break;
+    case COHORT_INT32: *out = MPI_INT32_T; break;
+    case COHORT_UINT32: *out = MPI_UINT32_T; break;
+    case COHORT_INT64: *out = MPI_INT64_T; break;
+    case COHORT_UINT64: *out = MPI_UINT64_T; break;
+    case COHORT_FLOAT32: *out = MPI_FLOAT; break;
+    case COHORT_FLOAT64: *out = MPI_DOUBLE; break;
+    default:
+      return failf(COHORT_ERR_NOT_SUPPORTED,
+                   "dtype %s has no standard MPI datatype (move it as MPI_UINT16_T; reduce it "
+                   "widened to MPI_FLOAT)",
+                   dtype_name(static_cast<cohort_dtype_t>(dtype)));
+  }
+  return COHORT_SUCCESS;
+}
+
+Status mpi_op(int op, MPI_Op *out) {
+  Status s = check_op(op);
+  if (is_error(s)) return s;
+  switch (static_cast<cohort_op_t>(op)) {
+    case COHORT_SUM: *out = MPI_SUM; break;
+    case COHORT_PROD: *out = MPI_PROD; break;
+    case COHORT_MIN: *out = MPI_MIN; break;
+    case COHORT_MAX: *out = MPI_MAX; break;
+    default:
+      return fail(COHORT_ERR_NOT_SUPPORTED, "op avg has no MPI op (reduce with MPI_SUM, divide)");
+  }
+  return COHORT_SUCCESS;
+}
+
+}  // namespace cohort::coll
+
+extern "C" {
+
+cohort_status_t cohort_dtype_to_mpi(cohort_dtype_t dtype, MPI_Datatype *datatype) {
+  if (datatype == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "datatype (output) is NULL");
+  return cohort::coll::mpi_datatype(dtype, datatype);
+}
+
+cohort_status_t cohort_op_to_mpi(cohort_op_t op, MPI_Op *mpi_op) {
+  if (mpi_op == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "mpi_op (output) is NULL");
+  return cohort::coll::mpi_op(op, mpi_op);
+}
+
+}  // extern "C"

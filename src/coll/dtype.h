@@ -6,10 +6,12 @@
 #include <optional>
 #include <string_view>
 
+#include <mpi.h>
+
 #include "cohort.h"
 #include "core/status.h"
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 
 // Bytes per element; 0 for a value that is not a cohort_dtype_t.
 size_t dtype_size(cohort_dtype_t dtype);
@@ -41,4 +43,8 @@ Status check_op(int op);
 // check_dtype, check_op, then COHORT_ERR_NOT_SUPPORTED if op_supported() says no.
 Status check_reduction(int dtype, int op);
 
-}  // namespace cohort::tl_host
+// The MPI datatype / op of the same meaning (cohort_dtype_to_mpi, cohort_op_to_mpi).
+Status mpi_datatype(int dtype, MPI_Datatype *out);
+Status mpi_op(int op, MPI_Op *out);
+
+}  // namespace cohort::coll

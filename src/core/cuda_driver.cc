@@ -1,0 +1,111 @@
+#include "core/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+
+#include "core/log.h"
+#include "core/status.h"
+
+namespace cohort {
+namespace {
+
+// The few driver API values used here (cuda.h is not needed to build this file).
+using CuResult = int;
+using CuPointerAttribute = int;
+constexpr CuResult kCudaSuccess = 0;
+constexpr CuPointerAttribute kAttrMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr CuPointerAttribute kAttrIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr unsigned kMemoryTypeHost = 1;            // CU_MEMORYTYPE_HOST
+constexpr unsigned kMemoryTypeDevice = 2;          // CU_MEMORYTYPE_DEVICE
+
+using CuInit = CuResult (*)(unsigned);
+using CuDeviceGetCount = CuResult (*)(int *);
+using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t);
+using CuCtxGetCurrent = CuResult (*)(void **);
+
+class HostOnly final : public MemoryKindDetector {
+ public:
+  cohort_memory_kind_t kind_of(const void *) override { return COHORT_MEMORY_HOST; }
+  bool thread_has_context() override { return false; }
+};
+
+class CudaDriver final : public MemoryKindDetector {
+ public:
+  CudaDriver(CuPointerGetAttribute get, CuCtxGetCurrent current) : get_(get), current_(current) {}
+
+  // Memory the driver does not know (pageable host memory) makes the query fail: host.
+  cohort_memory_kind_t kind_of(const void *buffer) override {
+    if (buffer == nullptr || !thread_has_context()) return COHORT_MEMORY_HOST;
+    unsigned type = 0;
+    if (get_(&type, kAttrMemoryType, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
+      return COHORT_MEMORY_HOST;
+    }
+    if (type == kMemoryTypeHost) return COHORT_MEMORY_CUDA_HOST;
+    if (type != kMemoryTypeDevice) return COHORT_MEMORY_HOST;
+    unsigned managed = 0;
+    get_(&managed, kAttrIsManaged, reinterpret_cast<uintptr_t>(buffer));
+    return managed ? COHORT_MEMORY_CUDA_MANAGED : COHORT_MEMORY_CUDA_DEVICE;
+  }
+
+  bool thread_has_context() override {
+    void *context = nullptr;
+    return current_(&context) == kCudaSuccess && context != nullptr;
+  }
+
+ private:
+  CuPointerGetAttribute get_;
+  CuCtxGetCurrent current_;
+};
+
+// Loads the driver once; a machine without it (or without a device) gets HostOnly.
+MemoryKindDetector &default_detector() {
+  static MemoryKindDetector *detector = []() -> MemoryKindDetector * {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return new HostOnly;
+    auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
+    auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
+    auto get = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+    auto current = reinterpret_cast<CuCtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
+    int devices = 0;
+    if (init == nullptr || count == nullptr || get == nullptr || current == nullptr ||
+        init(0) != kCudaSuccess || count(&devices) != kCudaSuccess || devices == 0) {
+      COHORT_LOG_INFO(COLL, "CUDA driver without a usable device: every buffer is host memory");
+      return new HostOnly;
+    }
+    return new CudaDriver(get, current);
+  }();
+  return *detector;
+}
+
+MemoryKindDetector *g_injected = nullptr;
+
+}  // namespace
+
+MemoryKindDetector &memory_kind_detector() {
+  return g_injected != nullptr ? *g_injected : default_detector();
+}
+
+void set_memory_kind_detector(MemoryKindDetector *detector) { g_injected = detector; }
+
+}  // namespace cohort
+
+extern "C" {
+
+cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind) {
+  if (kind == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "kind (output) is NULL");
+  *kind = cohort::memory_kind_detector().kind_of(ptr);
+  return COHORT_SUCCESS;
+}
+
+const char *cohort_memory_kind_name(cohort_memory_kind_t kind) {
+  switch (kind) {
+    case COHORT_MEMORY_HOST: return "host";
+    case COHORT_MEMORY_CUDA_HOST: return "cuda-host";
+    case COHORT_MEMORY_CUDA_MANAGED: return "cuda-managed";
+    case COHORT_MEMORY_CUDA_DEVICE: return "cuda-device";
+    default: return "invalid";
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,31 @@
+// The CUDA driver (libcuda.so.1), loaded at run time: a machine without a driver (or a build
+// without CUDA) still runs Cohort on host memory.  Only what every process needs before it
+// touches a GPU lives here: whether the calling thread has a CUDA context, and where a buffer
+// lives.  Asking costs a thread-local read without a context and about 1 us per pointer with
+// one (measured on the H200), so threads without a context are never asked about pointers.
+#pragma once
+
+#include "cohort.h"
+
+namespace cohort {
+
+// Answers about the calling thread and its buffers; tests inject their own.
+class MemoryKindDetector {
+ public:
+  virtual ~MemoryKindDetector() = default;
+  virtual cohort_memory_kind_t kind_of(const void *buffer) = 0;
+  // True when the calling thread has a current CUDA context (it uses a GPU already).
+  virtual bool thread_has_context() = 0;
+};
+
+// The detector in use: the driver's when libcuda.so.1 loads and has a device, else one that
+// calls every buffer host memory.
+MemoryKindDetector &memory_kind_detector();
+
+// Replaces the detector (tests); nullptr restores the default.  Not thread-safe.
+void set_memory_kind_detector(MemoryKindDetector *detector);
+
+// True for memory the CPU can read and write (every kind but CUDA device memory).
+inline bool host_accessible(cohort_memory_kind_t kind) { return kind != COHORT_MEMORY_CUDA_DEVICE; }
+
+}  // namespace cohort
