@@ -17,6 +17,13 @@
 extern "C" {
 #endif
 
+/* Marks the library's exports: everything else in libcohort.so is hidden. */
+#if defined(__GNUC__)
+#define COHORT_API __attribute__((visibility("default")))
+#else
+#define COHORT_API
+#endif
+
 #define COHORT_VERSION_MAJOR 0
 #define COHORT_VERSION_MINOR 1
 #define COHORT_VERSION_PATCH 0
@@ -32,11 +39,11 @@ typedef enum {
   COHORT_ERR_INVALID_USAGE = -2, /* misuse: wrong order, mismatched ranks, duplicate GPU */
   COHORT_ERR_NOT_SUPPORTED = -3, /* valid request this build or team cannot serve */
   COHORT_ERR_NO_MEMORY = -4,
-  COHORT_ERR_SYSTEM = -5,   /* an OS call failed */
-  COHORT_ERR_MPI = -6,      /* an MPI call failed */
-  COHORT_ERR_CUDA = -7,     /* a CUDA call failed */
-  COHORT_ERR_TIMEOUT = -8,  /* peers did not arrive in time; the message names them */
-  COHORT_ERR_ABORTED = -9,  /* the team was aborted */
+  COHORT_ERR_SYSTEM = -5,    /* an OS call failed */
+  COHORT_ERR_MPI = -6,       /* an MPI call failed */
+  COHORT_ERR_CUDA = -7,      /* a CUDA call failed */
+  COHORT_ERR_TIMEOUT = -8,   /* peers did not arrive in time; the message names them */
+  COHORT_ERR_ABORTED = -9,   /* the team was aborted */
   COHORT_ERR_INTERNAL = -10, /* a bug in Cohort: please report it */
   /* Not statuses: they make every int a value of this type, so C callers passing any int
    * get a named error, never undefined behaviour in C++. */
@@ -45,14 +52,14 @@ typedef enum {
 } cohort_status_t;
 
 /* Static name of a status, e.g. "COHORT_ERR_TIMEOUT". */
-const char *cohort_status_string(cohort_status_t status);
+COHORT_API const char *cohort_status_string(cohort_status_t status);
 
 /* Detail of the last failed call on this thread ("" if none).  Valid until the next
  * Cohort call on this thread. */
-const char *cohort_last_error(void);
+COHORT_API const char *cohort_last_error(void);
 
 /* Version as MAJOR*10000 + MINOR*100 + PATCH. */
-int cohort_version(void);
+COHORT_API int cohort_version(void);
 
 /* ------------------------------------------------------ data types and ops */
 
@@ -91,10 +98,10 @@ typedef enum {
 /* The MPI datatype of a Cohort element type (MPI_INT8_T ... MPI_UINT64_T, MPI_FLOAT,
  * MPI_DOUBLE), for moving or reducing the same buffers through MPI.  fp16 and bf16 have no
  * standard MPI type: COHORT_ERR_NOT_SUPPORTED. */
-cohort_status_t cohort_dtype_to_mpi(cohort_dtype_t dtype, MPI_Datatype *datatype);
+COHORT_API cohort_status_t cohort_dtype_to_mpi(cohort_dtype_t dtype, MPI_Datatype *datatype);
 /* The MPI op of a Cohort reduction (MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX); AVG has none:
  * COHORT_ERR_NOT_SUPPORTED. */
-cohort_status_t cohort_op_to_mpi(cohort_op_t op, MPI_Op *mpi_op);
+COHORT_API cohort_status_t cohort_op_to_mpi(cohort_op_t op, MPI_Op *mpi_op);
 
 /* ------------------------------------------------------------ memory kinds */
 
@@ -114,9 +121,9 @@ typedef enum {
  * with a current CUDA context is asked about; on any other thread (and without a driver or a
  * device) every buffer is COHORT_MEMORY_HOST: make your device current before you
  * communicate, as NCCL requires. */
-cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind);
+COHORT_API cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind);
 /* "host", "cuda-host", "cuda-managed", "cuda-device"; "invalid" for other values. */
-const char *cohort_memory_kind_name(cohort_memory_kind_t kind);
+COHORT_API const char *cohort_memory_kind_name(cohort_memory_kind_t kind);
 
 /* ------------------------------------------------------------ out-of-band */
 
@@ -163,7 +170,7 @@ typedef struct cohort_team_config {
 #define COHORT_TEAM_CONFIG_INITIALIZER \
   { sizeof(cohort_team_config_t), COHORT_TEAM_CONFIG_MAGIC, -1.0, COHORT_DEVICE_CURRENT, -1, NULL }
 
-cohort_status_t cohort_team_config_init(cohort_team_config_t *config);
+COHORT_API cohort_status_t cohort_team_config_init(cohort_team_config_t *config);
 
 /* -------------------------------------------------------------------- team */
 
@@ -176,32 +183,35 @@ typedef struct cohort_team *cohort_team_t;
  * (or, for COHORT_ERR_TIMEOUT, the ranks that never arrived).  Check-in messages use the 64
  * tags at the top of comm's tag range (MPI_TAG_UB - 63 .. MPI_TAG_UB); the application must
  * not use them on comm.  Everything after check-in runs on a private duplicate of comm. */
-cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
-                                       cohort_team_t *team);
+COHORT_API cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
+                                                  cohort_team_t *team);
 
 /* Nonblocking form: post returns a team handle at once; drive it with
  * cohort_team_create_test() until it returns something other than COHORT_IN_PROGRESS.
  * On failure the handle stays valid (queries fail) until cohort_team_destroy(). */
-cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
-                                            cohort_team_t *team);
-cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
-                                            const cohort_team_config_t *config,
-                                            cohort_team_t *team);
-cohort_status_t cohort_team_create_test(cohort_team_t team);
+COHORT_API cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm,
+                                                       const cohort_team_config_t *config,
+                                                       cohort_team_t *team);
+COHORT_API cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
+                                                       const cohort_team_config_t *config,
+                                                       cohort_team_t *team);
+COHORT_API cohort_status_t cohort_team_create_test(cohort_team_t team);
 
 /* Blocking creation over a generic OOB. */
-cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                                       cohort_team_t *team);
+COHORT_API cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob,
+                                                  const cohort_team_config_t *config,
+                                                  cohort_team_t *team);
 
 /* Collective over parent: ranks with equal color form a child team ordered by key, ties in
  * parent order (as ncclCommSplit).  color = COHORT_SPLIT_NOCOLOR takes part and gets
  * *child = NULL.  config NULL: inherit the parent's. */
-cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
-                                  const cohort_team_config_t *config, cohort_team_t *child);
+COHORT_API cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
+                                             const cohort_team_config_t *config,
+                                             cohort_team_t *child);
 
 /* Releases everything the team holds; the handle is invalid afterwards (later calls with it
  * return COHORT_ERR_INVALID_ARG).  Local: needs no other rank. */
-cohort_status_t cohort_team_destroy(cohort_team_t team);
+COHORT_API cohort_status_t cohort_team_destroy(cohort_team_t team);
 
 /* Stops the team now, also during a nonblocking creation, without waiting for peers: they
  * fail at once with a message naming this rank.  (If this rank had already confirmed its
@@ -209,21 +219,23 @@ cohort_status_t cohort_team_destroy(cohort_team_t team);
  * by MPI_Finalize at the latest.)  The handle stays valid: later calls on it return
  * COHORT_ERR_ABORTED; destroy frees it.  Calling it from another thread than the one driving
  * the team needs MPI_THREAD_MULTIPLE. */
-cohort_status_t cohort_team_abort(cohort_team_t team);
+COHORT_API cohort_status_t cohort_team_abort(cohort_team_t team);
 
 /* COHORT_SUCCESS, COHORT_IN_PROGRESS while a nonblocking creation runs, or the error that
  * stopped the team (e.g. COHORT_ERR_ABORTED). */
-cohort_status_t cohort_team_get_async_error(cohort_team_t team, cohort_status_t *async_error);
+COHORT_API cohort_status_t cohort_team_get_async_error(cohort_team_t team,
+                                                       cohort_status_t *async_error);
 
 /* Queries (valid once creation succeeded). */
-cohort_status_t cohort_team_size(cohort_team_t team, int *size);
-cohort_status_t cohort_team_rank(cohort_team_t team, int *rank);
-cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device); /* -1: no GPU */
-cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count);
-cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index);
-cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank);
-cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size);
-cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id);
+COHORT_API cohort_status_t cohort_team_size(cohort_team_t team, int *size);
+COHORT_API cohort_status_t cohort_team_rank(cohort_team_t team, int *rank);
+COHORT_API cohort_status_t cohort_team_cuda_device(cohort_team_t team,
+                                                   int *device); /* -1: no GPU */
+COHORT_API cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count);
+COHORT_API cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index);
+COHORT_API cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank);
+COHORT_API cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size);
+COHORT_API cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id);
 
 /* Identity of any rank of the team, as gathered in the peer-info phase. */
 typedef struct cohort_peer_info {
@@ -232,14 +244,15 @@ typedef struct cohort_peer_info {
   int local_rank;
   int pid;
   uint64_t host_id;
-  char hostname[64];  /* host label: COHORT_HOST_ID when set, else the hostname */
-  int cuda_device;  /* ordinal in that process, -1: none */
-  char bus_id[32];  /* "0000:3b:00.0", "" without GPU */
-  uint8_t uuid[16]; /* GPU UUID, zero without GPU */
-  int numa_node;    /* -1: unknown */
+  char hostname[64]; /* host label: COHORT_HOST_ID when set, else the hostname */
+  int cuda_device;   /* ordinal in that process, -1: none */
+  char bus_id[32];   /* "0000:3b:00.0", "" without GPU */
+  uint8_t uuid[16];  /* GPU UUID, zero without GPU */
+  int numa_node;     /* -1: unknown */
 } cohort_peer_info_t;
 
-cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank, cohort_peer_info_t *info);
+COHORT_API cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank,
+                                                 cohort_peer_info_t *info);
 
 /* ------------------------------------------------------------------- plan */
 
@@ -248,19 +261,21 @@ cohort_status_t cohort_team_peer_info(cohort_team_t team, int rank, cohort_peer_
  * c % 2 of the double binary tree across hosts (a chain within each host). */
 typedef struct cohort_plan_info {
   int channels;
-  double bw_per_channel; /* GB/s, the slowest host's; 0 when no rank uses a GPU */
+  double bw_per_channel;  /* GB/s, the slowest host's; 0 when no rank uses a GPU */
   const char *intra_path; /* worst path between ring neighbours in a host: "LOC", "NVL", ... */
   const char *net_path;   /* worst path from a ring's end GPU to its NIC; "LOC" in one host */
   int nodes;
   uint64_t hash;
 } cohort_plan_info_t;
 
-cohort_status_t cohort_team_plan_info(cohort_team_t team, cohort_plan_info_t *info);
+COHORT_API cohort_status_t cohort_team_plan_info(cohort_team_t team, cohort_plan_info_t *info);
 /* This rank's neighbours in ring `channel` (0 <= channel < channels). */
-cohort_status_t cohort_team_plan_ring(cohort_team_t team, int channel, int *prev, int *next);
+COHORT_API cohort_status_t cohort_team_plan_ring(cohort_team_t team, int channel, int *prev,
+                                                 int *next);
 /* This rank's parent (-1: root) and children (-1: none; down[0] is the next rank of its host's
  * chain, down[1..2] chain heads of other hosts) in the tree of `channel`. */
-cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up, int down[3]);
+COHORT_API cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up,
+                                                 int down[3]);
 
 /* ------------------------------------------------------ host collectives */
 
@@ -272,24 +287,26 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t team, int channel, int *up, 
  * COHORT_COLL_TIMEOUT seconds fails with COHORT_ERR_TIMEOUT naming the ranks it waits for;
  * the team then refuses further collectives (destroy it).
  * Call them from one thread per team at a time. */
-cohort_status_t cohort_allreduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                 size_t count, cohort_dtype_t dtype, cohort_op_t op);
+COHORT_API cohort_status_t cohort_allreduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                            size_t count, cohort_dtype_t dtype, cohort_op_t op);
 /* recvbuf is only used (and may be NULL elsewhere) on the root. */
-cohort_status_t cohort_reduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                              size_t count, cohort_dtype_t dtype, cohort_op_t op, int root);
+COHORT_API cohort_status_t cohort_reduce(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                         size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                         int root);
 /* sendbuf is only read on the root. */
-cohort_status_t cohort_broadcast(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                 size_t count, cohort_dtype_t dtype, int root);
+COHORT_API cohort_status_t cohort_broadcast(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                            size_t count, cohort_dtype_t dtype, int root);
 /* recvbuf holds size * sendcount elements, rank r's at r * sendcount. */
-cohort_status_t cohort_allgather(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                 size_t sendcount, cohort_dtype_t dtype);
+COHORT_API cohort_status_t cohort_allgather(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                            size_t sendcount, cohort_dtype_t dtype);
 /* sendbuf holds size * recvcount elements; rank r gets block r reduced. */
-cohort_status_t cohort_reduce_scatter(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                      size_t recvcount, cohort_dtype_t dtype, cohort_op_t op);
+COHORT_API cohort_status_t cohort_reduce_scatter(cohort_team_t team, const void *sendbuf,
+                                                 void *recvbuf, size_t recvcount,
+                                                 cohort_dtype_t dtype, cohort_op_t op);
 /* Both buffers hold size * count elements: block q of sendbuf goes to rank q. */
-cohort_status_t cohort_alltoall(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                size_t count, cohort_dtype_t dtype);
-cohort_status_t cohort_barrier(cohort_team_t team);
+COHORT_API cohort_status_t cohort_alltoall(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                           size_t count, cohort_dtype_t dtype);
+COHORT_API cohort_status_t cohort_barrier(cohort_team_t team);
 
 /* Nonblocking forms: the same arguments, plus a request that cohort_request_test (returns
  * COHORT_IN_PROGRESS until done) or cohort_request_wait completes.  A team runs its posted
@@ -298,28 +315,29 @@ cohort_status_t cohort_barrier(cohort_team_t team);
  * Free every request; a request freed unfinished still runs as the team progresses, and a
  * request keeps its team alive after cohort_team_destroy. */
 typedef struct cohort_request *cohort_request_t;
-cohort_status_t cohort_allreduce_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                      size_t count, cohort_dtype_t dtype, cohort_op_t op,
-                                      cohort_request_t *request);
-cohort_status_t cohort_reduce_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                   size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
-                                   cohort_request_t *request);
-cohort_status_t cohort_broadcast_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                      size_t count, cohort_dtype_t dtype, int root,
-                                      cohort_request_t *request);
-cohort_status_t cohort_allgather_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                      size_t sendcount, cohort_dtype_t dtype,
-                                      cohort_request_t *request);
-cohort_status_t cohort_reduce_scatter_post(cohort_team_t team, const void *sendbuf,
-                                           void *recvbuf, size_t recvcount, cohort_dtype_t dtype,
-                                           cohort_op_t op, cohort_request_t *request);
-cohort_status_t cohort_alltoall_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
-                                     size_t count, cohort_dtype_t dtype,
-                                     cohort_request_t *request);
-cohort_status_t cohort_barrier_post(cohort_team_t team, cohort_request_t *request);
-cohort_status_t cohort_request_test(cohort_request_t request);
-cohort_status_t cohort_request_wait(cohort_request_t request);
-cohort_status_t cohort_request_free(cohort_request_t request);
+COHORT_API cohort_status_t cohort_allreduce_post(cohort_team_t team, const void *sendbuf,
+                                                 void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                                 cohort_op_t op, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_reduce_post(cohort_team_t team, const void *sendbuf,
+                                              void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                              cohort_op_t op, int root, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_broadcast_post(cohort_team_t team, const void *sendbuf,
+                                                 void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                                 int root, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_allgather_post(cohort_team_t team, const void *sendbuf,
+                                                 void *recvbuf, size_t sendcount,
+                                                 cohort_dtype_t dtype, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_reduce_scatter_post(cohort_team_t team, const void *sendbuf,
+                                                      void *recvbuf, size_t recvcount,
+                                                      cohort_dtype_t dtype, cohort_op_t op,
+                                                      cohort_request_t *request);
+COHORT_API cohort_status_t cohort_alltoall_post(cohort_team_t team, const void *sendbuf,
+                                                void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                                cohort_request_t *request);
+COHORT_API cohort_status_t cohort_barrier_post(cohort_team_t team, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_request_test(cohort_request_t request);
+COHORT_API cohort_status_t cohort_request_wait(cohort_request_t request);
+COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
 
 /* Point-to-point on host memory: `count` elements to or from team rank `peer` (self
  * included, inside a group).  Messages between two ranks match in order; the receive's size
@@ -330,12 +348,12 @@ cohort_status_t cohort_request_free(cohort_request_t request);
  * check, that call returns the error and cohort_group_end runs nothing and returns it too.
  * Outside a group each call is blocking (a send larger than the channel waits for its
  * receive). */
-cohort_status_t cohort_send(cohort_team_t team, const void *buf, size_t count,
-                            cohort_dtype_t dtype, int peer);
-cohort_status_t cohort_recv(cohort_team_t team, void *buf, size_t count, cohort_dtype_t dtype,
-                            int peer);
-cohort_status_t cohort_group_start(void);
-cohort_status_t cohort_group_end(void);
+COHORT_API cohort_status_t cohort_send(cohort_team_t team, const void *buf, size_t count,
+                                       cohort_dtype_t dtype, int peer);
+COHORT_API cohort_status_t cohort_recv(cohort_team_t team, void *buf, size_t count,
+                                       cohort_dtype_t dtype, int peer);
+COHORT_API cohort_status_t cohort_group_start(void);
+COHORT_API cohort_status_t cohort_group_end(void);
 
 /* ------------------------------------------------------------- init report */
 
@@ -355,10 +373,12 @@ typedef struct cohort_init_report {
   cohort_phase_stats_t total;
 } cohort_init_report_t;
 
-cohort_status_t cohort_team_init_report(cohort_team_t team, cohort_init_report_t *report);
+COHORT_API cohort_status_t cohort_team_init_report(cohort_team_t team,
+                                                   cohort_init_report_t *report);
 
 /* Writes the report as text (the table printed at COHORT_DEBUG=INFO); truncates to len. */
-cohort_status_t cohort_team_init_report_format(cohort_team_t team, char *buf, size_t len);
+COHORT_API cohort_status_t cohort_team_init_report_format(cohort_team_t team, char *buf,
+                                                          size_t len);
 
 #ifdef __cplusplus
 }
