@@ -11,7 +11,8 @@
 #include "core/build_info.h"
 #include "core/build_info_text.h"
 #include "core/params.h"
-#include "kernels/device_check.h"
+#include "tl/registry.h"
+#include "device_check.h"
 #include "topo/bandwidth.h"
 #include "topo/describe.h"
 #include "topo/detect.h"
@@ -29,11 +30,14 @@ constexpr int kMaxHosts = 1 << 20;
 
 void usage(FILE *out) {
   fprintf(out,
-          "usage: cohort_info [--build] [--params] [--algorithms] [--device-check]\n"
+          "usage: cohort_info [--build] [--params] [--testing-params] [--algorithms]\n"
+          "                   [--device-check]\n"
           "                   [--topo [--topo-file F] [--nodes N] [--p2p-level LEVEL]]\n"
           "  --build            version and build configuration\n"
           "  --params           every COHORT_* parameter: type, default, current value, doc\n"
-          "  --algorithms       every collective algorithm (schedule) Cohort has\n"
+          "  --testing-params   the parameters only Cohort's own tests set (fault injection)\n"
+          "  --algorithms       every collective algorithm (schedule) Cohort has, the memory it\n"
+          "                     runs on, the selection table, and the transports\n"
           "  --device-check     launch a verify kernel on every visible GPU\n"
           "  --topo             this host's topology, the paths between its GPUs and NICs, the\n"
           "                     rings over all its GPUs and the bandwidth model\n"
@@ -106,10 +110,12 @@ int print_topology(const TopoArgs &args) {
 }
 
 int print_algorithms() {
-  printf("Algorithms (collective/name: what it does):\n");
+  printf("Algorithms (collective/name: what it does; the memory it runs on):\n");
   for (const cohort::coll::AlgorithmInfo &info : cohort::coll::algorithm_table()) {
     std::string id = std::string(cohort::coll::collective_name(info.collective)) + "/" + info.name;
-    printf("  %-26s %s\n", id.c_str(), info.description);
+    printf("  %-26s %s\n  %-26s memory: %s%s\n", id.c_str(), info.description, "",
+           cohort::coll::format_memory_kinds(info.memory).c_str(),
+           info.splits ? "; runs on several channels" : "");
   }
   std::string rules;
   cohort::coll::Selection selection;
@@ -121,12 +127,15 @@ int print_algorithms() {
   }
   printf("\nSelection (first matching rule; bytes are one rank's message):\n%s",
          selection.describe().c_str());
+  printf("\nTransports (a peer is reached through the first that reaches it):\n");
+  for (const cohort::tl::TransportInfo &info : cohort::tl::transport_table()) {
+    printf("  %-8s %s\n", info.name, info.description);
+  }
   return 0;
 }
 
-void print_params() {
-  printf("Parameters (environment variable, type, default, current value):\n");
-  for (const cohort::ParamSpec &spec : cohort::param_table()) {
+void print_param_table(const std::vector<cohort::ParamSpec> &table) {
+  for (const cohort::ParamSpec &spec : table) {
     bool from_env = false;
     std::string value = cohort::param_text(spec, &from_env);
     printf("  COHORT_%-18s %-6s default=%-6s value=%s%s%s\n", spec.name,
@@ -135,6 +144,11 @@ void print_params() {
     if (spec.choices[0]) printf("      choices: %s\n", spec.choices);
     printf("      %s\n", spec.doc);
   }
+}
+
+void print_params() {
+  printf("Parameters (environment variable, type, default, current value):\n");
+  print_param_table(cohort::param_table());
   if (cohort::is_error(cohort::params_validate_env())) {
     printf("  invalid setting: %s\n", cohort::last_error().c_str());
   }
@@ -170,19 +184,26 @@ int device_check() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  bool build = false, params = false, device = false, topo = false, algorithms = false;
+  bool build = false, params = false, device = false, topo = false, algorithms = false,
+       testing = false;
   TopoArgs topo_args;
-  static const option options[] = {
-      {"build", no_argument, nullptr, 'b'},        {"params", no_argument, nullptr, 'p'},
-      {"device-check", no_argument, nullptr, 'd'}, {"algorithms", no_argument, nullptr, 'a'},
-      {"topo", no_argument, nullptr, 't'},         {"topo-file", required_argument, nullptr, 'f'},
-      {"nodes", required_argument, nullptr, 'n'},  {"p2p-level", required_argument, nullptr, 'l'},
-      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+  static const option options[] = {{"build", no_argument, nullptr, 'b'},
+                                   {"params", no_argument, nullptr, 'p'},
+                                   {"device-check", no_argument, nullptr, 'd'},
+                                   {"algorithms", no_argument, nullptr, 'a'},
+                                   {"topo", no_argument, nullptr, 't'},
+                                   {"topo-file", required_argument, nullptr, 'f'},
+                                   {"nodes", required_argument, nullptr, 'n'},
+                                   {"p2p-level", required_argument, nullptr, 'l'},
+                                   {"testing-params", no_argument, nullptr, 'T'},
+                                   {"help", no_argument, nullptr, 'h'},
+                                   {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "bpdatf:n:l:h", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "bpdatTf:n:l:h", options, nullptr)) != -1) {
     switch (c) {
       case 'b': build = true; break;
       case 'p': params = true; break;
+      case 'T': testing = true; break;
       case 'd': device = true; break;
       case 'a': algorithms = true; break;
       case 't': topo = true; break;
@@ -215,9 +236,13 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
-  if (!build && !params && !device && !topo && !algorithms) build = params = true;
+  if (!build && !params && !device && !topo && !algorithms && !testing) build = params = true;
   if (build) printf("%s", cohort::build_description().c_str());
   if (params) print_params();
+  if (testing) {
+    printf("Testing parameters (Cohort's own tests set them; never needed in a job):\n");
+    print_param_table(cohort::testing_param_table());
+  }
   if (algorithms && print_algorithms() != 0) return 1;
   if (topo) {
     int rc = print_topology(topo_args);

@@ -283,8 +283,7 @@ void Sweep::print_row(const Row &row) const {
   char root[16];
   snprintf(root, sizeof root, "%d", rooted(c) ? opt_.root : -1);
   printf(kPrefixFormat, std::to_string(row.shape.bytes).c_str(),
-         std::to_string(row.shape.count).c_str(),
-         barrier ? "none" : coll::dtype_name(opt_.dtype),
+         std::to_string(row.shape.count).c_str(), barrier ? "none" : coll::dtype_name(opt_.dtype),
          reduces(c) ? coll::op_name(opt_.op) : "none", root);
   for (int p = 0; p < kPlacements; ++p) {
     if (!(p == 0 ? opt_.out_of_place : opt_.in_place)) continue;

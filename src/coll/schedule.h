@@ -68,6 +68,15 @@ enum class Collective : uint8_t {
 const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
 bool collective_from_name(const char *name, Collective *out);
 
+// Memory kinds as a set: bit k stands for cohort_memory_kind_t k.
+using MemoryKinds = uint32_t;
+constexpr MemoryKinds memory_bit(cohort_memory_kind_t kind) { return MemoryKinds{1} << kind; }
+// Every kind the CPU reaches: what the host executor runs on.
+constexpr MemoryKinds kHostMemory = memory_bit(COHORT_MEMORY_HOST) |
+                                    memory_bit(COHORT_MEMORY_CUDA_HOST) |
+                                    memory_bit(COHORT_MEMORY_CUDA_MANAGED);
+constexpr MemoryKinds kAnyMemory = kHostMemory | memory_bit(COHORT_MEMORY_CUDA_DEVICE);
+
 // What one rank calls.  Counts are per the usual definitions: allreduce/reduce/broadcast:
 // `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
 // `count` to each rank (input size x count); alltoall: `count` to and from each rank.
@@ -80,9 +89,14 @@ struct CollArgs {
   int rank = 0;
   int size = 1;
   size_t elem_size = 1;  // bytes per element: pipelined algorithms size their pieces by it
+  cohort_memory_kind_t memory = COHORT_MEMORY_HOST;  // of the buffers
   // The plan's ring of the channel, as team ranks in ring order (size entries).
   const std::vector<int> *ring = nullptr;
   int ring_position = -1;  // this rank's index in *ring, when the caller knows it (the plan does)
+  // Every channel's ring and each rank's position in it (the plan's), for algorithms that run
+  // on several channels (null: one channel, `ring`).
+  const std::vector<std::vector<int>> *rings = nullptr;
+  const std::vector<std::vector<int>> *ring_positions = nullptr;
   // The host index of each team rank (null: one host), for hierarchical algorithms.
   const std::vector<int> *node_of_rank = nullptr;
 };
@@ -109,6 +123,10 @@ struct AlgorithmInfo {
   Collective collective;
   const char *description;
   std::unique_ptr<Algorithm> (*make)(const CollArgs &args);
+  MemoryKinds memory;  // the kinds its executor runs on
+  // Whether its buffers are one contiguous range (allreduce, reduce, broadcast): then it can
+  // run on several channels, each over a part (multi_channel.h).
+  bool splits = false;
 };
 
 const std::vector<AlgorithmInfo> &algorithm_table();

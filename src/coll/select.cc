@@ -21,19 +21,23 @@ struct DefaultRule {
   size_t max_bytes;
   int max_ranks;
   const char *algorithm;
-  int min_hosts = 0;
+  int min_hosts;
+  const char *why;
 };
 
+// Every default covers the memory its algorithm runs on (host memory, pinned or managed too).
 const DefaultRule kDefaults[] = {
-    {Collective::kAllreduce, kHierAllreduceBytes, 0, "hier", 2},
-    {Collective::kAllreduce, kDirectAllreduceBytes, kDirectAllreduceRanks, "direct"},
-    {Collective::kAllreduce, SIZE_MAX, 0, "ring"},
-    {Collective::kReduce, SIZE_MAX, 0, "chain"},
-    {Collective::kBroadcast, SIZE_MAX, 0, "chain"},
-    {Collective::kAllgather, SIZE_MAX, 0, "ring"},
-    {Collective::kReduceScatter, SIZE_MAX, 0, "ring"},
-    {Collective::kAlltoall, SIZE_MAX, 0, "pairwise"},
-    {Collective::kBarrier, SIZE_MAX, 0, "dissemination"},
+    {Collective::kAllreduce, kHierAllreduceBytes, 0, "hier", 2,
+     "few messages cross hosts: latency"},
+    {Collective::kAllreduce, kDirectAllreduceBytes, kDirectAllreduceRanks, "direct", 0,
+     "one hop: latency"},
+    {Collective::kAllreduce, SIZE_MAX, 0, "ring", 0, "bandwidth"},
+    {Collective::kReduce, SIZE_MAX, 0, "chain", 0, ""},
+    {Collective::kBroadcast, SIZE_MAX, 0, "chain", 0, ""},
+    {Collective::kAllgather, SIZE_MAX, 0, "ring", 0, ""},
+    {Collective::kReduceScatter, SIZE_MAX, 0, "ring", 0, ""},
+    {Collective::kAlltoall, SIZE_MAX, 0, "pairwise", 0, ""},
+    {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
 };
 
 std::string_view trim(std::string_view s) {
@@ -66,9 +70,44 @@ std::string names_of(Collective c) {
 
 Status bad_rule(std::string_view rule, const std::string &why) {
   return failf(COHORT_ERR_INVALID_ARG,
-               "COHORT_COLL_ALGO: rule '%.*s': %s (a rule is COLLECTIVE[:LO-HI]=ALGORITHM, e.g. "
-               "allreduce:0-16K=direct)",
+               "COHORT_COLL_ALGO: rule '%.*s': %s (a rule is "
+               "COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS], e.g. allreduce:0-16K=direct)",
                static_cast<int>(rule.size()), rule.data(), why.c_str());
+}
+
+// "host+cuda-host" -> the set; false if a name is not a memory kind.
+bool parse_memory_kinds(std::string_view text, MemoryKinds *out) {
+  *out = 0;
+  while (!text.empty()) {
+    size_t plus = text.find('+');
+    std::string_view name = trim(text.substr(0, plus));
+    bool found = false;
+    for (int k = 0; k < COHORT_NUM_MEMORY_KINDS; ++k) {
+      auto kind = static_cast<cohort_memory_kind_t>(k);
+      if (name != cohort_memory_kind_name(kind)) continue;
+      *out |= memory_bit(kind);
+      found = true;
+    }
+    if (!found) return false;
+    text = plus == std::string_view::npos ? std::string_view() : text.substr(plus + 1);
+  }
+  return *out != 0;
+}
+
+// "ring*2" -> the algorithm's name and the channel count.
+Status parse_target(std::string_view rule, std::string_view target, std::string *name,
+                    int *channels) {
+  size_t star = target.find('*');
+  *name = std::string(trim(target.substr(0, star)));
+  if (star == std::string_view::npos) return COHORT_SUCCESS;
+  size_t count = 0;
+  if (!parse_bytes(target.substr(star + 1), &count) || count < 1 ||
+      count > static_cast<size_t>(kMaxRuleChannels)) {
+    return bad_rule(rule,
+                    "the channel count after '*' must be 1-" + std::to_string(kMaxRuleChannels));
+  }
+  *channels = static_cast<int>(count);
+  return COHORT_SUCCESS;
 }
 
 Status parse_range(std::string_view rule, std::string_view range, SelectRule *out) {
@@ -85,29 +124,53 @@ Status parse_range(std::string_view rule, std::string_view range, SelectRule *ou
   return COHORT_SUCCESS;
 }
 
+// The algorithm a rule names must exist, run on the rule's memory and, on several channels,
+// split its buffer.
+Status check_algorithm(std::string_view rule, const std::string &collective,
+                       const std::string &name, bool memory_given, SelectRule *out) {
+  out->algorithm = find_algorithm(out->collective, name.c_str());
+  if (out->algorithm == nullptr) {
+    return bad_rule(rule, "no algorithm '" + name + "' for " + collective +
+                              " (it has: " + names_of(out->collective) + ")");
+  }
+  if (!memory_given) out->memory = out->algorithm->memory;
+  if ((out->memory & ~out->algorithm->memory) != 0) {
+    return bad_rule(
+        rule, name + " runs on " + format_memory_kinds(out->algorithm->memory) + " memory only");
+  }
+  if (out->channels > 1 && !out->algorithm->splits) {
+    return bad_rule(rule, collective + " " + name + " runs on one channel only");
+  }
+  return COHORT_SUCCESS;
+}
+
 Status parse_rule(std::string_view rule, SelectRule *out) {
   size_t eq = rule.find('=');
   if (eq == std::string_view::npos) return bad_rule(rule, "no '='");
-  std::string_view left = trim(rule.substr(0, eq)), name = trim(rule.substr(eq + 1));
+  std::string_view left = trim(rule.substr(0, eq));
+  std::string name;
+  Status s = parse_target(rule, trim(rule.substr(eq + 1)), &name, &out->channels);
+  if (is_error(s)) return s;
   size_t colon = left.find(':');
-  std::string collective(trim(left.substr(0, colon)));
+  std::string_view head = left.substr(0, colon);
+  size_t at = head.find('@');
+  std::string collective(trim(head.substr(0, at)));
   if (!collective_from_name(collective.c_str(), &out->collective) ||
       out->collective == Collective::kCount) {
     return bad_rule(rule, "unknown collective '" + collective +
                               "' (allreduce, reduce, broadcast, allgather, reduce_scatter, "
                               "alltoall, barrier)");
   }
-  if (colon != std::string_view::npos) {
-    Status s = parse_range(rule, left.substr(colon + 1), out);
-    if (is_error(s)) return s;
+  if (at != std::string_view::npos && !parse_memory_kinds(head.substr(at + 1), &out->memory)) {
+    return bad_rule(rule, "'" + std::string(head.substr(at + 1)) +
+                              "' is not a list of memory kinds (host, cuda-host, cuda-managed, "
+                              "cuda-device, joined by '+')");
   }
-  out->algorithm = find_algorithm(out->collective, std::string(name).c_str());
-  if (out->algorithm == nullptr) {
-    return bad_rule(rule, "no algorithm '" + std::string(name) + "' for " + collective +
-                              " (it has: " + names_of(out->collective) + ")");
+  if (colon != std::string_view::npos) {
+    if (s = parse_range(rule, left.substr(colon + 1), out); is_error(s)) return s;
   }
   out->from_env = true;
-  return COHORT_SUCCESS;
+  return check_algorithm(rule, collective, name, at != std::string_view::npos, out);
 }
 
 }  // namespace
@@ -135,6 +198,17 @@ bool parse_bytes(std::string_view text, size_t *out) {
   return true;
 }
 
+std::string format_memory_kinds(MemoryKinds kinds) {
+  if (kinds == kAnyMemory) return "any";
+  std::string text;
+  for (int k = 0; k < COHORT_NUM_MEMORY_KINDS; ++k) {
+    auto kind = static_cast<cohort_memory_kind_t>(k);
+    if (kinds & memory_bit(kind))
+      text += (text.empty() ? "" : "+") + std::string(cohort_memory_kind_name(kind));
+  }
+  return text;
+}
+
 std::string format_bytes(size_t bytes) {
   const char *units[] = {"", "K", "M", "G"};
   int u = 0;
@@ -153,6 +227,8 @@ Selection::Selection() {
     rule.max_ranks = d.max_ranks;
     rule.min_hosts = d.min_hosts;
     rule.algorithm = find_algorithm(d.collective, d.algorithm);
+    rule.memory = rule.algorithm->memory;
+    rule.why = d.why;
     rules_.push_back(rule);
   }
 }
@@ -171,22 +247,18 @@ Status Selection::parse(std::string_view text, Selection *out) {
   return COHORT_SUCCESS;
 }
 
-const AlgorithmInfo &Selection::choose(Collective collective, size_t bytes, int ranks,
-                                       int hosts) const {
+const SelectRule *Selection::choose(Collective collective, cohort_memory_kind_t memory,
+                                    size_t bytes, int ranks, int hosts) const {
   for (const SelectRule &rule : rules_) {
     if (rule.collective != collective || bytes < rule.min_bytes || bytes >= rule.max_bytes) {
       continue;
     }
+    if ((rule.memory & memory_bit(memory)) == 0) continue;
     if (rule.max_ranks > 0 && ranks > rule.max_ranks) continue;
     if (rule.min_hosts > 0 && hosts < rule.min_hosts) continue;
-    return *rule.algorithm;
+    return &rule;
   }
-  // Every collective has a default rule for any size and team: reaching here is a bug.
-  const DefaultRule *last = nullptr;
-  for (const DefaultRule &d : kDefaults) {
-    if (d.collective == collective) last = &d;
-  }
-  return *find_algorithm(collective, last->algorithm);
+  return nullptr;
 }
 
 std::string Selection::describe() const {
@@ -200,10 +272,13 @@ std::string Selection::describe() const {
     std::string ranks =
         rule.max_ranks > 0 ? ", <= " + std::to_string(rule.max_ranks) + " ranks" : "";
     if (rule.min_hosts > 0) ranks += ", >= " + std::to_string(rule.min_hosts) + " hosts";
-    char line[256];
-    snprintf(line, sizeof(line), "  %-15s %-28s -> %-14s%s\n", collective_name(rule.collective),
-             (range + ranks).c_str(), rule.algorithm->name,
-             rule.from_env ? "(COHORT_COLL_ALGO)" : "");
+    std::string target = rule.algorithm->name;
+    if (rule.channels > 1) target += " x" + std::to_string(rule.channels) + " channels";
+    char line[512];
+    snprintf(line, sizeof(line), "  %-15s %-28s %-28s -> %-20s%s\n",
+             collective_name(rule.collective), format_memory_kinds(rule.memory).c_str(),
+             (range + ranks).c_str(), target.c_str(),
+             rule.from_env ? "(COHORT_COLL_ALGO)" : rule.why);
     text += line;
   }
   return text;

@@ -81,8 +81,8 @@ static Status identity_of(int device, GpuIdentity *out) {
 Status query_gpu_identity(int requested, GpuIdentity *out) {
   GpuIdentity id;
   if (requested == COHORT_DEVICE_ACTIVE) {
-    requested = memory_kind_detector().thread_has_context() ? COHORT_DEVICE_CURRENT
-                                                            : COHORT_DEVICE_NONE;
+    requested =
+        memory_kind_detector().thread_has_context() ? COHORT_DEVICE_CURRENT : COHORT_DEVICE_NONE;
   }
   if (requested == COHORT_DEVICE_NONE) {
     *out = id;

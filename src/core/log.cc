@@ -142,10 +142,4 @@ std::string log_expand_path(std::string_view pattern, std::string_view host, lon
   return out;
 }
 
-void log_reload() {
-  LogState &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  load_locked(s);
-}
-
 }  // namespace cohort

@@ -31,9 +31,6 @@ void log_set_rank(int rank);
 // Expands %h (host) and %p (pid) in a COHORT_DEBUG_FILE pattern; %% is a literal %.
 std::string log_expand_path(std::string_view pattern, std::string_view host, long pid);
 
-// Re-reads COHORT_DEBUG* (the logger reads them once, at its first use).
-void log_reload();
-
 }  // namespace cohort
 
 #define COHORT_LOG_AT(level, subsys, ...)                          \

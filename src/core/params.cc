@@ -53,9 +53,16 @@ const std::vector<ParamSpec> kParams = {
      "algorithm rules in front of the defaults: COLLECTIVE[:LO-HI]=ALGORITHM;... with LO/HI "
      "bytes per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain (cohort_info "
      "--algorithms prints the table)"},
+};
+
+// For Cohort's own tests: read like the others, listed apart (cohort_info --params testing).
+const std::vector<ParamSpec> kTestingParams = {
     {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
-     "testing: PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in "
-     "PHASE; align:RANK:skew makes it report a different plan"},
+     "PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in PHASE of team "
+     "creation; align:RANK:skew makes it report a different plan"},
+    {"INJECT_UCX_FAILURE", ParamType::kString, "", "", "", kNoMin,
+     "RANK:PEER[:MESSAGES] makes team rank RANK's UCX endpoint to PEER fail as if UCX had "
+     "reported the peer lost, once MESSAGES (1) more messages went to it"},
 };
 
 std::string lower(std::string_view s) {
@@ -99,11 +106,14 @@ Status lookup(const char *name, ParamType type, const ParamSpec **spec, std::str
 }  // namespace
 
 const std::vector<ParamSpec> &param_table() { return kParams; }
+const std::vector<ParamSpec> &testing_param_table() { return kTestingParams; }
 
 const ParamSpec *param_find(std::string_view name) {
   if (name.substr(0, 7) == "COHORT_") name.remove_prefix(7);
-  for (const ParamSpec &spec : kParams) {
-    if (name == spec.name) return &spec;
+  for (const std::vector<ParamSpec> *table : {&kParams, &kTestingParams}) {
+    for (const ParamSpec &spec : *table) {
+      if (name == spec.name) return &spec;
+    }
   }
   return nullptr;
 }
@@ -247,7 +257,7 @@ Status param_list(const char *name, uint64_t *out) {
 }
 
 Status params_validate_env() {
-  for (const ParamSpec &spec : kParams) {
+  for (const ParamSpec &spec : kParams) {  // testing parameters are strings, checked by users
     Status s = COHORT_SUCCESS;
     bool b;
     int64_t i;

@@ -23,7 +23,10 @@ struct ParamSpec {
   const char *doc;
 };
 
+// The user's parameters; testing_param_table() holds those only Cohort's tests set (fault
+// injection), kept out of the user's table.
 const std::vector<ParamSpec> &param_table();
+const std::vector<ParamSpec> &testing_param_table();
 const ParamSpec *param_find(std::string_view name);
 const char *param_type_name(ParamType type);
 

@@ -158,28 +158,24 @@ Status guarded(const char *call, Body &&body) noexcept {
 }
 
 // A collective through the C API: the team's handle resolved, exceptions kept inside.
-Status run_collective(const char *call, cohort_team_t handle, coll::Collective collective,
-                      const void *src, void *dst, size_t count, cohort_dtype_t dtype,
-                      cohort_op_t op, int root) {
+Status run_collective(const char *call, cohort_team_t handle, const CollCall &args) {
   return guarded(call, [&]() -> Status {
     std::shared_ptr<TeamImpl> team;
     Status s = ready_team(handle, &team);
     if (is_error(s)) return s;
-    return team->collective(collective, src, dst, count, dtype, op, root);
+    return team->colls().run(args);
   });
 }
 
 // A posted collective through the C API: a request handle for test / wait / free.
-Status post_collective(const char *call, cohort_team_t handle, coll::Collective collective,
-                       const void *src, void *dst, size_t count, cohort_dtype_t dtype,
-                       cohort_op_t op, int root, cohort_request_t *out) {
+Status post_collective(const char *call, cohort_team_t handle, const CollCall &args,
+                       cohort_request_t *out) {
   return guarded(call, [&]() -> Status {
     if (out == nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s: request (output) is NULL", call);
     auto posted = std::make_shared<PostedRequest>();
     Status s = ready_team(handle, &posted->team);
     if (is_error(s)) return s;
-    s = posted->team->post_collective(collective, src, dst, count, dtype, op, root,
-                                      &posted->request);
+    s = posted->team->colls().post(args, &posted->request);
     if (is_error(s)) return s;
     *out = requests().add(std::move(posted));
     return COHORT_SUCCESS;
@@ -199,12 +195,12 @@ Status find_request(cohort_request_t handle, std::shared_ptr<PostedRequest> *out
 
 // Test or wait on a request handle, on its team.
 Status on_request(const char *call, cohort_request_t handle,
-                  Status (TeamImpl::*run)(const std::shared_ptr<CollRequest> &)) {
+                  Status (CollFront::*run)(const std::shared_ptr<CollRequest> &)) {
   return guarded(call, [&]() -> Status {
     std::shared_ptr<PostedRequest> posted;
     Status s = find_request(handle, &posted);
     if (is_error(s)) return s;
-    return ((*posted->team).*run)(posted->request);
+    return (posted->team->colls().*run)(posted->request);
   });
 }
 
@@ -238,7 +234,7 @@ Status run_group(std::vector<GroupOp> ops) {
     for (const GroupOp &g : ops) {
       if (g.team == teams[t]) mine.push_back(g.op);
     }
-    Status s = teams[t]->post_p2p(mine, &requests[t]);
+    Status s = teams[t]->colls().post_p2p(mine, &requests[t]);
     if (is_error(s)) return s;
   }
   // Every team's request moves at each pass: a group spanning teams cannot wait on itself.
@@ -248,7 +244,7 @@ Status run_group(std::vector<GroupOp> ops) {
     done = 0;
     bool moved = false;
     for (size_t t = 0; t < teams.size(); ++t) {
-      Status s = teams[t]->test_request(requests[t]);
+      Status s = teams[t]->colls().test(requests[t]);
       if (s == COHORT_IN_PROGRESS) {
         moved = moved || requests[t]->moved;
         continue;
@@ -267,7 +263,7 @@ Status p2p(const char *call, cohort_team_t handle, P2POp op) {
   return guarded(call, [&]() -> Status {
     std::shared_ptr<TeamImpl> team;
     Status s = ready_team(handle, &team);
-    if (!is_error(s)) s = team->check_p2p(op);
+    if (!is_error(s)) s = team->colls().check_p2p(op);
     if (t_group.depth == 0) return is_error(s) ? s : run_group({GroupOp{team, op}});
     if (is_error(s)) {
       if (!is_error(t_group.error)) {
@@ -285,7 +281,7 @@ Status p2p(const char *call, cohort_team_t handle, P2POp op) {
 Status plan_channel(cohort_team_t handle, int channel, std::shared_ptr<TeamImpl> *team) {
   Status s = ready_team(handle, team);
   if (is_error(s)) return s;
-  int channels = (*team)->plan().channels;
+  int channels = (*team)->info().plan.channels;
   if (channel < 0 || channel >= channels) {
     return failf(COHORT_ERR_INVALID_ARG, "channel=%d: the plan has channels 0..%d", channel,
                  channels - 1);
@@ -399,13 +395,13 @@ cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_
 
 cohort_status_t cohort_team_size(cohort_team_t team, int *size) {
   return cohort::guarded("cohort_team_size", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.size(); });
+    return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.info().size; });
   });
 }
 
 cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
   return cohort::guarded("cohort_team_rank", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.rank(); });
+    return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.info().rank; });
   });
 }
 
@@ -419,35 +415,39 @@ cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
 cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
   return cohort::guarded("cohort_team_node_count", [&]() -> cohort_status_t {
     return cohort::query<int>(team, node_count, "node_count",
-                              [](const TeamImpl &t) { return t.layout().node_count; });
+                              [](const TeamImpl &t) { return t.info().layout.node_count; });
   });
 }
 
 cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index) {
   return cohort::guarded("cohort_team_node_index", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, node_index, "node_index",
-                              [](const TeamImpl &t) { return t.layout().node_of_rank[t.rank()]; });
+    return cohort::query<int>(team, node_index, "node_index", [](const TeamImpl &t) {
+      return t.info().layout.node_of_rank[t.info().rank];
+    });
   });
 }
 
 cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank) {
   return cohort::guarded("cohort_team_local_rank", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, local_rank, "local_rank",
-                              [](const TeamImpl &t) { return t.layout().local_rank[t.rank()]; });
+    return cohort::query<int>(team, local_rank, "local_rank", [](const TeamImpl &t) {
+      return t.info().layout.local_rank[t.info().rank];
+    });
   });
 }
 
 cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size) {
   return cohort::guarded("cohort_team_local_size", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, local_size, "local_size",
-                              [](const TeamImpl &t) { return t.layout().local_size[t.rank()]; });
+    return cohort::query<int>(team, local_size, "local_size", [](const TeamImpl &t) {
+      return t.info().layout.local_size[t.info().rank];
+    });
   });
 }
 
 cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id) {
   return cohort::guarded("cohort_team_host_id", [&]() -> cohort_status_t {
-    return cohort::query<uint64_t>(team, host_id, "host_id",
-                                   [](const TeamImpl &t) { return t.peers()[t.rank()].host_id; });
+    return cohort::query<uint64_t>(team, host_id, "host_id", [](const TeamImpl &t) {
+      return t.info().peers[t.info().rank].host_id;
+    });
   });
 }
 
@@ -457,13 +457,13 @@ cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_pee
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::ready_team(handle, &team);
     if (cohort::is_error(s)) return s;
-    if (rank < 0 || rank >= team->size()) {
+    const cohort::TeamInfo &t = team->info();
+    if (rank < 0 || rank >= t.size) {
       return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
-                           team->size());
+                           t.size);
     }
-    *info =
-        cohort::to_public_peer_info(team->peers()[rank], rank, team->layout().node_of_rank[rank],
-                                    team->layout().local_rank[rank]);
+    *info = cohort::to_public_peer_info(t.peers[rank], rank, t.layout.node_of_rank[rank],
+                                        t.layout.local_rank[rank]);
     return COHORT_SUCCESS;
   });
 }
@@ -474,7 +474,7 @@ cohort_status_t cohort_team_plan_info(cohort_team_t handle, cohort_plan_info_t *
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::ready_team(handle, &team);
     if (cohort::is_error(s)) return s;
-    const cohort::topo::Plan &plan = team->plan();
+    const cohort::topo::Plan &plan = team->info().plan;
     info->channels = plan.channels;
     info->bw_per_channel = plan.bw;
     info->intra_path = cohort::topo::path_type_name(plan.intra_type);
@@ -493,8 +493,8 @@ cohort_status_t cohort_team_plan_ring(cohort_team_t handle, int channel, int *pr
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::plan_channel(handle, channel, &team);
     if (cohort::is_error(s)) return s;
-    *prev = team->plan().ring_prev(channel, team->rank());
-    *next = team->plan().ring_next(channel, team->rank());
+    *prev = team->info().plan.ring_prev(channel, team->info().rank);
+    *next = team->info().plan.ring_next(channel, team->info().rank);
     return COHORT_SUCCESS;
   });
 }
@@ -507,7 +507,7 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::plan_channel(handle, channel, &team);
     if (cohort::is_error(s)) return s;
-    const cohort::topo::TreeLinks &links = team->plan().trees[channel][team->rank()];
+    const cohort::topo::TreeLinks &links = team->info().plan.trees[channel][team->info().rank];
     *up = links.up;
     for (int k = 0; k < 3; ++k) down[k] = links.down[k];
     return COHORT_SUCCESS;
@@ -516,44 +516,50 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up
 
 cohort_status_t cohort_allreduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, cohort_op_t op) {
-  return cohort::run_collective("cohort_allreduce", handle, cohort::coll::Collective::kAllreduce,
-                                sendbuf, recvbuf, count, dtype, op, 0);
+  return cohort::run_collective("cohort_allreduce", handle,
+                                cohort::CollCall{cohort::coll::Collective::kAllreduce, sendbuf,
+                                                 recvbuf, count, dtype, op, 0});
 }
 
 cohort_status_t cohort_reduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                               size_t count, cohort_dtype_t dtype, cohort_op_t op, int root) {
-  return cohort::run_collective("cohort_reduce", handle, cohort::coll::Collective::kReduce, sendbuf,
-                                recvbuf, count, dtype, op, root);
+  return cohort::run_collective("cohort_reduce", handle,
+                                cohort::CollCall{cohort::coll::Collective::kReduce, sendbuf,
+                                                 recvbuf, count, dtype, op, root});
 }
 
 cohort_status_t cohort_broadcast(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, int root) {
-  return cohort::run_collective("cohort_broadcast", handle, cohort::coll::Collective::kBroadcast,
-                                sendbuf, recvbuf, count, dtype, COHORT_SUM, root);
+  return cohort::run_collective("cohort_broadcast", handle,
+                                cohort::CollCall{cohort::coll::Collective::kBroadcast, sendbuf,
+                                                 recvbuf, count, dtype, COHORT_SUM, root});
 }
 
 cohort_status_t cohort_allgather(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t sendcount, cohort_dtype_t dtype) {
-  return cohort::run_collective("cohort_allgather", handle, cohort::coll::Collective::kAllgather,
-                                sendbuf, recvbuf, sendcount, dtype, COHORT_SUM, 0);
+  return cohort::run_collective("cohort_allgather", handle,
+                                cohort::CollCall{cohort::coll::Collective::kAllgather, sendbuf,
+                                                 recvbuf, sendcount, dtype, COHORT_SUM, 0});
 }
 
 cohort_status_t cohort_reduce_scatter(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                       size_t recvcount, cohort_dtype_t dtype, cohort_op_t op) {
   return cohort::run_collective("cohort_reduce_scatter", handle,
-                                cohort::coll::Collective::kReduceScatter, sendbuf, recvbuf,
-                                recvcount, dtype, op, 0);
+                                cohort::CollCall{cohort::coll::Collective::kReduceScatter, sendbuf,
+                                                 recvbuf, recvcount, dtype, op, 0});
 }
 
 cohort_status_t cohort_alltoall(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                 size_t count, cohort_dtype_t dtype) {
-  return cohort::run_collective("cohort_alltoall", handle, cohort::coll::Collective::kAlltoall,
-                                sendbuf, recvbuf, count, dtype, COHORT_SUM, 0);
+  return cohort::run_collective("cohort_alltoall", handle,
+                                cohort::CollCall{cohort::coll::Collective::kAlltoall, sendbuf,
+                                                 recvbuf, count, dtype, COHORT_SUM, 0});
 }
 
 cohort_status_t cohort_barrier(cohort_team_t handle) {
-  return cohort::run_collective("cohort_barrier", handle, cohort::coll::Collective::kBarrier,
-                                nullptr, nullptr, 0, COHORT_INT8, COHORT_SUM, 0);
+  return cohort::run_collective("cohort_barrier", handle,
+                                cohort::CollCall{cohort::coll::Collective::kBarrier, nullptr,
+                                                 nullptr, 0, COHORT_INT8, COHORT_SUM, 0});
 }
 
 cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {
@@ -562,7 +568,7 @@ cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::ready_team(handle, &team);
     if (cohort::is_error(s)) return s;
-    *report = team->report();
+    *report = team->info().report;
     return COHORT_SUCCESS;
   });
 }
@@ -575,7 +581,7 @@ cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, 
     std::shared_ptr<TeamImpl> team;
     Status s = cohort::ready_team(handle, &team);
     if (cohort::is_error(s)) return s;
-    std::string text = cohort::format_init_report(team->report(), team->size());
+    std::string text = cohort::format_init_report(team->info().report, team->info().size);
     std::strncpy(buf, text.c_str(), len - 1);
     buf[len - 1] = '\0';
     return COHORT_SUCCESS;
@@ -584,9 +590,11 @@ cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, 
 
 }  // extern "C"
 
-#define COHORT_POSTED(call, collective, src, dst, count, dtype, op, root)                      \
-  cohort::post_collective(call, handle, cohort::coll::Collective::collective, src, dst, count, \
-                          dtype, op, root, request)
+#define COHORT_POSTED(call, collective, src, dst, count, dtype, op, root)                       \
+  cohort::post_collective(                                                                      \
+      call, handle,                                                                             \
+      cohort::CollCall{cohort::coll::Collective::collective, src, dst, count, dtype, op, root}, \
+      request)
 
 cohort_status_t cohort_allreduce_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                       size_t count, cohort_dtype_t dtype, cohort_op_t op,
@@ -634,11 +642,11 @@ cohort_status_t cohort_barrier_post(cohort_team_t handle, cohort_request_t *requ
 }
 
 cohort_status_t cohort_request_test(cohort_request_t handle) {
-  return cohort::on_request("cohort_request_test", handle, &cohort::TeamImpl::test_request);
+  return cohort::on_request("cohort_request_test", handle, &cohort::CollFront::test);
 }
 
 cohort_status_t cohort_request_wait(cohort_request_t handle) {
-  return cohort::on_request("cohort_request_wait", handle, &cohort::TeamImpl::wait_request);
+  return cohort::on_request("cohort_request_wait", handle, &cohort::CollFront::wait);
 }
 
 cohort_status_t cohort_request_free(cohort_request_t handle) {

@@ -1,7 +1,7 @@
-// A posted host collective: its schedule, its scratch, and (once it reaches the head of its
-// team's queue) its execution.  A team runs its requests one at a time, in posting order:
-// every rank posts them in the same order, and they share the team's channels, whose byte
-// streams must not interleave two collectives.
+// A posted collective: its schedule, its scratch, and (once it reaches the head of its team's
+// queue) its execution.  A team runs its requests one at a time, in posting order: every rank
+// posts them in the same order, and they share the team's channels, whose byte streams must
+// not interleave two collectives.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "coll/schedule.h"
+#include "coll/execution.h"
 #include "core/status.h"
-#include "tl_host/executor.h"
 
 namespace cohort {
 
@@ -29,19 +28,20 @@ struct P2POp {
 struct CollRequest {
   const char *what = "";  // "allreduce", ..., "send/recv group": names it in messages
   std::unique_ptr<coll::Algorithm> algorithm;
-  tl_host::HostBuffers buffers;  // scratch set when it starts
+  coll::Buffers buffers;  // scratch set when it starts
   cohort_dtype_t dtype = COHORT_INT8;
   std::vector<char> scratch;
-  std::unique_ptr<tl_host::Execution> execution;  // kept (and restarted) when reused
+  std::unique_ptr<coll::Execution> execution;  // kept (and restarted) when reused
   bool started = false;
-  bool draining = false;  // schedule done, UCX sends still completing
-  // COHORT_COLL_TIMEOUT: idle polls since bytes last moved; the clock is read every
-  // kIdlePollsPerClockRead of them, from which the idle time is measured.
+  bool draining = false;  // schedule done, sends still completing
+  // Idle polls since bytes last moved; the clock is read (and the transports asked for
+  // notices) every kIdlePollsPerClockRead of them, from which the idle time is measured.
   uint32_t idle_polls = 0;
   int64_t idle_since_ns = 0;  // 0: not read since the last movement
   bool moved = false;         // the last poll moved bytes (a waiter resets its back-off)
   Status status = COHORT_IN_PROGRESS;
   std::string error;  // the failure's message
+  bool told = false;  // ended by a peer's notice (so not announced again)
 
   // Ready to be queued again (a blocking call reuses its request): the execution and the
   // scratch keep their memory.
@@ -49,7 +49,7 @@ struct CollRequest {
     what = name;
     status = COHORT_IN_PROGRESS;
     error.clear();
-    started = draining = moved = false;
+    started = draining = moved = told = false;
     idle_polls = 0;
     idle_since_ns = 0;
   }

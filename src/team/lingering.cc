@@ -1,5 +1,6 @@
 #include "team/lingering.h"
 
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -45,13 +46,14 @@ void install_finalize_hook_locked(LingeringList &list) {
 }  // namespace
 
 Lingering::Lingering(std::unique_ptr<CheckIn> checkin, MPI_Comm comm, bool owns_comm, MPI_Comm dup,
-                     MPI_Request dup_request, int64_t deadline_ns)
+                     MPI_Request dup_request, int64_t deadline_ns, std::string why)
     : checkin_(std::move(checkin)),
       comm_(comm),
       owns_comm_(owns_comm),
       dup_(dup),
       dup_request_(dup_request),
-      deadline_ns_(deadline_ns) {}
+      deadline_ns_(deadline_ns),
+      why_(std::move(why)) {}
 
 Lingering::~Lingering() {
   if (owns_comm_ && comm_ != MPI_COMM_NULL && mpi_usable()) MPI_Comm_free(&comm_);
@@ -72,10 +74,19 @@ bool Lingering::progress() {
   int done = 0;
   MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
   if (done) {
-    MPI_Comm_free(&dup_);
+    tell_and_free_dup();
     return true;
   }
   return given_up("its MPI_Comm_idup did not complete: some rank never joined it");
+}
+
+// The others are in peer-info on the dup now, or soon: they fail at once with `why_`.
+void Lingering::tell_and_free_dup() {
+  MpiOob oob(dup_);  // frees the dup when it goes (its sends finish on their own)
+  dup_ = MPI_COMM_NULL;
+  PhaseHeader notice = phase_header(Phase::kPeerInfo, COHORT_ERR_ABORTED);
+  std::strncpy(notice.detail, why_.c_str(), kDetailBytes - 1);
+  oob.notify_all(&notice, sizeof(notice), kNoticeChannel);
 }
 
 // False until the deadline, then says what never happened and gives the work up.
@@ -88,7 +99,13 @@ bool Lingering::given_up(const char *what) const {
   return true;
 }
 
-void linger(std::unique_ptr<Lingering> work) {
+void linger(std::unique_ptr<Lingering> work, double seconds) {
+  const int64_t deadline = deadline_after(seconds);
+  Backoff backoff;
+  while (now_ns() < deadline) {
+    if (work->progress()) return;
+    backoff.pause();
+  }
   LingeringList &list = lingering();
   std::lock_guard<std::mutex> lock(list.mutex);
   install_finalize_hook_locked(list);

@@ -7,18 +7,11 @@
 #include <fstream>
 
 #include "core/gpu_identity.h"
+#include "core/hash.h"
 #include "core/params.h"
 
 namespace cohort {
 namespace {
-
-uint64_t fnv1a(const std::string &text, uint64_t hash = 0xcbf29ce484222325ull) {
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 template <size_t N>
 void copy_field(char (&dst)[N], const std::string &src) {

@@ -22,6 +22,16 @@ Status agreed_failure(const char *what, Phase phase, const std::string &who, Sta
                who.c_str(), cohort_status_string(status), text.c_str());
 }
 
+PhaseHeader phase_header(Phase phase, Status status) {
+  PhaseHeader header;
+  std::memset(&header, 0, sizeof(header));
+  header.magic = kRecordMagic;
+  header.phase = static_cast<int32_t>(phase);
+  header.status = status;
+  if (is_error(status)) std::strncpy(header.detail, last_error().c_str(), kDetailBytes - 1);
+  return header;
+}
+
 bool phase_from_name(const char *name, Phase *phase) {
   for (int i = 0; i < kNumPhases; ++i) {
     if (strcmp(name, kPhaseNames[i]) == 0) {

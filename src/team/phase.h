@@ -51,4 +51,11 @@ struct PhaseHeader {
   char detail[kDetailBytes];
 };
 
+// A header for `phase` with `status` and, for an error, last_error() as its detail.
+PhaseHeader phase_header(Phase phase, Status status);
+
+// The private-communicator channel of "this rank gave up" notices (a PhaseHeader): never on
+// the user's communicator, where a notice could outlive its attempt and spoil the next one.
+constexpr int kNoticeChannel = 15;
+
 }  // namespace cohort

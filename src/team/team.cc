@@ -1,10 +1,12 @@
-// Team lifecycle outside creation: readiness, abort, release, split.
+// Team lifecycle: creation driven to its end, readiness, abort, release, split.
 #include "team/team.h"
 
 #include <cstring>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/oob_mpi.h"
+#include "core/oob_user.h"
 #include "team/lingering.h"
 #include "team/split_order.h"
 
@@ -19,9 +21,90 @@ constexpr int kCreateGroupTag = 100 + kCheckInTagWindow;
 
 }  // namespace
 
+Status TeamImpl::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
+                          std::shared_ptr<TeamImpl> *out) {
+  std::shared_ptr<TeamImpl> team(new TeamImpl());
+  MPI_Comm_size(comm, &team->parts_.info.size);
+  MPI_Comm_rank(comm, &team->parts_.info.rank);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  log_set_rank(world_rank);
+  Status s = team->begin(config, comm, owns_comm);
+  if (is_error(s)) return s;
+  *out = std::move(team);
+  return COHORT_SUCCESS;
+}
+
+Status TeamImpl::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
+                          std::shared_ptr<TeamImpl> *out) {
+  std::shared_ptr<TeamImpl> team(new TeamImpl());
+  team->parts_.oob = std::make_unique<UserOob>(*oob);
+  team->parts_.info.size = team->parts_.oob->size();
+  team->parts_.info.rank = team->parts_.oob->rank();
+  Status s = team->begin(config, MPI_COMM_NULL, false);
+  if (is_error(s)) return s;
+  *out = std::move(team);
+  return COHORT_SUCCESS;
+}
+
+// A config that does not resolve is this rank's status in check-in: every rank fails alike.
+Status TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm) {
+  Status config_status = resolve_config(config, &parts_.config);
+  const TeamConfig &resolved = parts_.config;
+  creation_ = std::make_unique<Creation>(parts_, config_status, comm, owns_comm);
+  parts_.info.name = resolved.name;
+  public_name_ = resolved.name;
+  public_config_.init_timeout = resolved.init_timeout_s;
+  public_config_.cuda_device = resolved.cuda_device;
+  public_config_.allow_shared_gpu = resolved.allow_shared_gpu ? 1 : 0;
+  public_config_.name = public_name_.c_str();
+  COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
+                  resolved.name.c_str(), parts_.info.rank, parts_.info.size,
+                  comm == MPI_COMM_NULL ? "a caller's" : "the MPI", resolved.init_timeout_s);
+  return COHORT_SUCCESS;
+}
+
 TeamImpl::~TeamImpl() {
-  abandon_creation();
+  if (creation_ && mpi_usable()) {
+    creation_->abandon("rank " + std::to_string(parts_.info.rank) +
+                       " destroyed the team during its creation");
+  }
   release();
+}
+
+Status TeamImpl::progress() {
+  progress_lingering();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stage_ != Stage::kCreating) return ready_locked();
+  const bool uses_mpi = !parts_.oob || dynamic_cast<MpiOob *>(parts_.oob.get()) != nullptr;
+  if (uses_mpi && !mpi_usable()) {
+    return finish_failed(
+        fail(COHORT_ERR_INVALID_USAGE, "team creation cannot continue: MPI is already finalised"));
+  }
+  Status s = creation_->progress();
+  if (s == COHORT_IN_PROGRESS) return s;
+  if (is_error(s)) return finish_failed(s);
+  creation_.reset();
+  stage_ = Stage::kReady;
+  status_ = COHORT_SUCCESS;
+  return COHORT_SUCCESS;
+}
+
+Status TeamImpl::wait() {
+  Backoff backoff;
+  uint64_t seen = 0;
+  for (;;) {
+    Status s = progress();
+    if (s != COHORT_IN_PROGRESS) return s;
+    uint64_t now_seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (creation_) now_seen = creation_->transitions();
+    }
+    if (now_seen != seen) backoff.reset();  // a new step: its messages come soon
+    seen = now_seen;
+    backoff.pause();
+  }
 }
 
 Status TeamImpl::check_ready() const {
@@ -30,16 +113,15 @@ Status TeamImpl::check_ready() const {
 }
 
 Status TeamImpl::ready_locked() const {
+  const std::string &name = parts_.config.name;
   switch (stage_) {
-    case Stage::kDone: return COHORT_SUCCESS;
-    case Stage::kAborted:
-      return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted");
+    case Stage::kReady: return COHORT_SUCCESS;
+    case Stage::kAborted: return fail(COHORT_ERR_ABORTED, "team '" + name + "' was aborted");
     case Stage::kFailed:
-      return fail(status_,
-                  "team '" + config_.name + "' is unusable: its creation failed: " + error_);
+      return fail(status_, "team '" + name + "' is unusable: its creation failed: " + error_);
     default:
       return fail(COHORT_ERR_INVALID_USAGE,
-                  "team '" + config_.name +
+                  "team '" + name +
                       "' is still being created: call cohort_team_create_test() until it "
                       "returns COHORT_SUCCESS");
   }
@@ -48,7 +130,7 @@ Status TeamImpl::ready_locked() const {
 Status TeamImpl::async_error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   switch (stage_) {
-    case Stage::kDone: return COHORT_SUCCESS;
+    case Stage::kReady: return COHORT_SUCCESS;
     case Stage::kAborted: return COHORT_ERR_ABORTED;
     case Stage::kFailed: return status_;
     default: return COHORT_IN_PROGRESS;
@@ -58,70 +140,40 @@ Status TeamImpl::async_error() const {
 void TeamImpl::abort() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stage_ == Stage::kAborted) return;
-  COHORT_LOG_INFO(INIT, "%s: aborted by the caller", config_.name.c_str());
-  abandon_creation();
-  release();
+  const TeamInfo &info = parts_.info;
+  COHORT_LOG_INFO(INIT, "%s: aborted by the caller", info.name.c_str());
+  if (creation_ && mpi_usable()) {
+    creation_->abandon("rank " + std::to_string(info.rank) + " aborted team creation");
+  }
+  // Every peer's pending or next collective on this team ends, naming this rank.  Nothing
+  // here calls MPI on a ready team (abort may come from another thread than MPI's): the
+  // private communicator goes with the team.
+  parts_.colls.stop(COHORT_ERR_ABORTED, "cohort_team_abort was called", stage_ == Stage::kReady);
+  parts_.transports.release();
+  if (creation_) release();
   stage_ = Stage::kAborted;
   status_ = COHORT_ERR_ABORTED;
 }
 
-// Leaves a creation in flight so that no peer is stranded: before this rank confirmed its
-// check-in, the others are told the attempt is dead; after, the check-in and dup finish in
-// the background (lingering.h); in the later phases the others get a notice and fail at once.
-void TeamImpl::abandon_creation() {
-  if (stage_ >= Stage::kDone || !mpi_usable()) return;
-  std::string reason = "rank " + std::to_string(rank_) + " aborted team creation";
-  if (stage_ == Stage::kCheckIn && checkin_) {
-    if (!checkin_->confirmed()) {
-      checkin_->abandon(reason);
-      return;
-    }
-    linger(std::make_unique<Lingering>(std::move(checkin_), user_comm_, owns_user_comm_,
-                                       MPI_COMM_NULL, MPI_REQUEST_NULL,
-                                       deadline_after(config_.init_timeout_s)));
-    owns_user_comm_ = false;
-  } else if (stage_ == Stage::kDup) {
-    auto work = std::make_unique<Lingering>(nullptr, user_comm_, owns_user_comm_, dup_comm_,
-                                            dup_request_, dup_deadline_ns_);
-    work->hold(std::move(dup_ticket_));
-    linger(std::move(work));
-    owns_user_comm_ = false;
-    dup_comm_ = MPI_COMM_NULL;
-    dup_request_ = MPI_REQUEST_NULL;
-  } else if (private_oob_ready()) {
-    fail(COHORT_ERR_ABORTED, reason);
-    notify_gave_up(COHORT_ERR_ABORTED);
-  }
+Status TeamImpl::finish_failed(Status status) {
+  error_ = last_error();
+  status_ = status;
+  stage_ = Stage::kFailed;
+  release();
+  COHORT_LOG_WARN(INIT, "%s: %s: %s", parts_.config.name.c_str(), cohort_status_string(status),
+                  error_.c_str());
+  return fail(status, error_);
 }
 
-// Frees everything MPI-side in reverse order of creation.  Pending receives are cancelled by
-// the request's destructor; an MPI_Comm_idup cannot be cancelled, so one still pending is
-// left to finish on its own (it only is if a rank vanished after confirming check-in).
+// Frees everything in reverse order of creation: the collectives end first (none polls the
+// transports after stop()), then the transports, the creation in flight, the OOB.
 void TeamImpl::release() {
-  for (const std::shared_ptr<CollRequest> &r : queue_) {
-    r->status = COHORT_ERR_ABORTED;
-    r->error = "team '" + config_.name + "' was aborted before this collective finished";
-  }
-  queue_.clear();
-  release_ucx();
-  exchange_.request.reset();
-  checkin_.reset();
-  oob_.reset();
-  dup_ticket_.reset();
-  if (!mpi_usable()) return;
-  if (dup_request_ != MPI_REQUEST_NULL) {
-    int done = 0;
-    MPI_Test(&dup_request_, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      MPI_Comm_free(&dup_comm_);
-    } else {
-      COHORT_LOG_WARN(INIT, "%s: MPI_Comm_idup still pending at release; leaving it",
-                      config_.name.c_str());
-    }
-  }
-  if (owns_user_comm_ && user_comm_ != MPI_COMM_NULL) MPI_Comm_free(&user_comm_);
-  owns_user_comm_ = false;
-  user_comm_ = MPI_COMM_NULL;
+  parts_.colls.stop(COHORT_ERR_ABORTED,
+                    "team '" + parts_.config.name + "' went away before this collective finished",
+                    false);
+  parts_.transports.release();
+  creation_.reset();
+  parts_.oob.reset();
 }
 
 // Split agrees on membership through a check-in on the parent's private communicator (so
@@ -132,7 +184,8 @@ Status TeamImpl::split(int color, int key, const cohort_team_config_t *config,
   std::unique_lock<std::mutex> lock(mutex_);
   Status s = ready_locked();
   if (is_error(s)) return s;
-  auto *mpi = dynamic_cast<MpiOob *>(oob_.get());
+  const TeamConfig &team_config = parts_.config;
+  auto *mpi = dynamic_cast<MpiOob *>(parts_.oob.get());
   if (mpi == nullptr) {
     return fail(COHORT_ERR_NOT_SUPPORTED,
                 "split needs a team created from an MPI communicator; this one uses a "
@@ -143,12 +196,12 @@ Status TeamImpl::split(int color, int key, const cohort_team_config_t *config,
   options.comm = mpi->comm();
   options.tag_base = kSplitTagBase;
   options.tags_ascend = true;
-  options.timeout_s = config_.init_timeout_s;
-  std::string what = "split of team '" + config_.name + "'";
+  options.timeout_s = team_config.init_timeout_s;
+  std::string what = "split of team '" + team_config.name + "'";
   options.what = what.c_str();
   options.payload[0] = color;
   options.payload[1] = key;
-  options.known = arrivals_;
+  options.known = parts_.info.arrivals;
   if (color < 0 && color != COHORT_SPLIT_NOCOLOR) {
     options.local_status =
         failf(COHORT_ERR_INVALID_ARG, "color=%d: give a color >= 0 or COHORT_SPLIT_NOCOLOR", color);
@@ -161,12 +214,12 @@ Status TeamImpl::split(int color, int key, const cohort_team_config_t *config,
     backoff.pause();
     lock.lock();
     if (stage_ == Stage::kAborted) {
-      return fail(COHORT_ERR_ABORTED, "team '" + config_.name + "' was aborted during split");
+      return fail(COHORT_ERR_ABORTED, "team '" + team_config.name + "' was aborted during split");
     }
   }
   if (is_error(s)) return s;
-  std::vector<SplitEntry> entries(size_);
-  for (int r = 0; r < size_; ++r) {
+  std::vector<SplitEntry> entries(parts_.info.size);
+  for (int r = 0; r < parts_.info.size; ++r) {
     entries[r] = {checkin.records()[r].payload[0], checkin.records()[r].payload[1]};
   }
   std::vector<int> members = split_members(entries, color);
@@ -185,10 +238,10 @@ Status TeamImpl::split(int color, int key, const cohort_team_config_t *config,
   MPI_Group_free(&parent_group);
   if (rc != MPI_SUCCESS) {
     return failf(COHORT_ERR_MPI, "split of team '%s': MPI_Comm_create_group: %s",
-                 config_.name.c_str(), mpi_error_string(rc).c_str());
+                 team_config.name.c_str(), mpi_error_string(rc).c_str());
   }
   cohort_team_config_t inherited = public_config_;
-  std::string child_name = config_.name + "/" + std::to_string(color);
+  std::string child_name = team_config.name + "/" + std::to_string(color);
   inherited.name = child_name.c_str();
   std::shared_ptr<TeamImpl> created;
   post_mpi(child_comm, true, config != nullptr ? config : &inherited, &created);

@@ -9,20 +9,12 @@
 namespace cohort::tl_host {
 
 size_t wire_bytes(size_t payload) {
-  size_t padded = (payload + kChannelAlign - 1) / kChannelAlign * kChannelAlign;
-  return std::max(padded, kChannelAlign);
+  size_t padded = (payload + coll::kChannelAlign - 1) / coll::kChannelAlign * coll::kChannelAlign;
+  return std::max(padded, coll::kChannelAlign);
 }
 
-Execution::Execution(const coll::Algorithm &algorithm, const HostBuffers &buffers,
-                     cohort_dtype_t dtype, const std::vector<PeerChannels> &peers)
-    : algorithm_(&algorithm),
-      buffers_(buffers),
-      dtype_(dtype),
-      elem_(coll::dtype_size(dtype)),
-      peers_(peers) {}
-
-void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buffers,
-                        cohort_dtype_t dtype) {
+void HostExecution::start(const coll::Algorithm &algorithm, const Buffers &buffers,
+                          cohort_dtype_t dtype) {
   algorithm_ = &algorithm;
   buffers_ = buffers;
   dtype_ = dtype;
@@ -33,7 +25,7 @@ void Execution::restart(const coll::Algorithm &algorithm, const HostBuffers &buf
   moved_ = false;
 }
 
-char *Execution::address(const coll::Span &span) const {
+char *HostExecution::address(const coll::Span &span) const {
   const void *base = span.buffer == coll::Buffer::kSrc    ? buffers_.src
                      : span.buffer == coll::Buffer::kDst  ? buffers_.dst
                      : span.buffer == coll::Buffer::kUser ? buffers_.user[span.user]
@@ -42,14 +34,14 @@ char *Execution::address(const coll::Span &span) const {
 }
 
 // The single-copy threshold of the channel to (or from) `peer`; 0 without one.
-size_t Execution::reference_min(int peer, bool sending) const {
+size_t HostExecution::reference_min(int peer, bool sending) const {
   if (peer < 0 || peer >= static_cast<int>(peers_.size())) return 0;
   const PeerChannels &c = peers_[peer];
   if (sending) return c.to ? c.to->reference_min() : 0;
   return c.from ? c.from->reference_min() : 0;
 }
 
-void Execution::start_step() {
+void HostExecution::start_step() {
   algorithm_->step(step_, &actions_);
   transfers_.clear();
   for (const coll::Action &a : actions_) {
@@ -63,14 +55,16 @@ void Execution::start_step() {
     const size_t min = reference_min(a.peer, sending);
     if (min > 0 && p.total >= min) {
       p.by_reference = true;
-      p.wire = sizeof(Reference);
-      if (sending) p.reference = Reference{reinterpret_cast<uint64_t>(address(a.src)), p.total};
+      p.wire = sizeof(coll::Reference);
+      if (sending) {
+        p.reference = coll::Reference{reinterpret_cast<uint64_t>(address(a.src)), p.total};
+      }
     }
     transfers_.push_back(p);
   }
 }
 
-Status Execution::progress() {
+Status HostExecution::progress() {
   moved_ = false;
   if (step_ < 0) {
     step_ = 0;
@@ -104,7 +98,7 @@ Status Execution::progress() {
   return COHORT_SUCCESS;
 }
 
-Status Execution::advance_send(Pending *p) {
+Status HostExecution::advance_send(Pending *p) {
   const int peer = p->action.peer;
   if (peer < 0 || peer >= static_cast<int>(peers_.size()) || peers_[peer].to == nullptr) {
     return failf(COHORT_ERR_INTERNAL, "schedule step %d sends to rank %d, which has no channel",
@@ -113,11 +107,11 @@ Status Execution::advance_send(Pending *p) {
   SendChannel *to = peers_[peer].to;
   const char *data =
       p->by_reference ? reinterpret_cast<const char *>(&p->reference) : address(p->action.src);
-  const size_t payload_total = p->by_reference ? sizeof(Reference) : p->total;
+  const size_t payload_total = p->by_reference ? sizeof(coll::Reference) : p->total;
   while (p->done < p->wire) {
     size_t room = 0;
     char *into = static_cast<char *>(to->reserve(&room));
-    if (room == 0) return COHORT_IN_PROGRESS;
+    if (room == 0) return broken(*p, to->failure());
     size_t n = std::min(room, p->wire - p->done);
     size_t payload = p->done < payload_total ? std::min(n, payload_total - p->done) : 0;
     if (payload > 0) std::memcpy(into, data + p->done, payload);
@@ -127,15 +121,15 @@ Status Execution::advance_send(Pending *p) {
   }
   if (p->by_reference) {
     if (p->ack_target == 0) p->ack_target = to->note_reference();
-    if (to->acks() < p->ack_target) return COHORT_IN_PROGRESS;  // the peer still reads it
+    if (to->acks() < p->ack_target) return broken(*p, to->failure());  // the peer still reads it
     moved_ = true;
   }
   p->complete = true;
   return COHORT_SUCCESS;
 }
 
-void Execution::receive_bytes(Pending *p, char *dst, const char *operand, const char *bytes,
-                              size_t n) {
+void HostExecution::receive_bytes(Pending *p, char *dst, const char *operand, const char *bytes,
+                                  size_t n) {
   // Whole elements only: channel regions start aligned, so none is ever split.
   const size_t count = n / elem_;
   const cohort_op_t op = algorithm_->args().op;
@@ -149,7 +143,7 @@ void Execution::receive_bytes(Pending *p, char *dst, const char *operand, const 
   }
 }
 
-Status Execution::advance_recv(Pending *p) {
+Status HostExecution::advance_recv(Pending *p) {
   const int peer = p->action.peer;
   if (peer < 0 || peer >= static_cast<int>(peers_.size()) || peers_[peer].from == nullptr) {
     return failf(COHORT_ERR_INTERNAL,
@@ -162,7 +156,7 @@ Status Execution::advance_recv(Pending *p) {
   while (p->done < p->wire) {
     size_t arrived = 0;
     const char *bytes = static_cast<const char *>(from->peek(&arrived));
-    if (arrived == 0) return COHORT_IN_PROGRESS;
+    if (arrived == 0) return broken(*p, from->failure());
     size_t n = std::min(arrived, p->wire - p->done);
     if (p->by_reference) {
       std::memcpy(reinterpret_cast<char *>(&p->reference) + p->done, bytes, n);
@@ -184,7 +178,8 @@ Status Execution::advance_recv(Pending *p) {
 
 // Reads the referenced span straight from the sender's memory (a reduction through a
 // cache-sized piece), then acknowledges it so the sender may reuse the span.
-Status Execution::read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand) {
+Status HostExecution::read_reference(Pending *p, RecvChannel *from, char *dst,
+                                     const char *operand) {
   constexpr size_t kPiece = 256 * 1024;
   if (p->reference.bytes != p->total) {
     return failf(COHORT_ERR_INTERNAL,
@@ -207,7 +202,16 @@ Status Execution::read_reference(Pending *p, RecvChannel *from, char *dst, const
   return COHORT_SUCCESS;
 }
 
-std::string Execution::waiting() const {
+// A transfer that cannot move: still in progress, or its channel broke (then the collective
+// ends with the transport's reason, which names the peer).
+Status HostExecution::broken(const Pending &p, Status channel_failure) const {
+  if (!is_error(channel_failure)) return COHORT_IN_PROGRESS;
+  return failf(channel_failure, "step %d of %d, %s rank %d: %s", step_ + 1, algorithm_->num_steps(),
+               p.action.verb == coll::Verb::kSend ? "send to" : "receive from", p.action.peer,
+               last_error().c_str());
+}
+
+std::string HostExecution::waiting() const {
   std::string out = strprintf("step %d of %d", step_ + 1, algorithm_->num_steps());
   for (const Pending &p : transfers_) {
     if (p.complete) continue;
@@ -222,7 +226,7 @@ std::string Execution::waiting() const {
   return out;
 }
 
-std::vector<int> Execution::waiting_on() const {
+std::vector<int> HostExecution::waiting_on() const {
   std::vector<int> ranks;
   for (const Pending &p : transfers_) {
     if (!p.complete) ranks.push_back(p.action.peer);
@@ -232,7 +236,7 @@ std::vector<int> Execution::waiting_on() const {
   return ranks;
 }
 
-void Execution::run_local_actions() {
+void HostExecution::run_local_actions() {
   for (const coll::Action &a : actions_) {
     switch (a.verb) {
       case coll::Verb::kCopy:

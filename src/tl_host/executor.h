@@ -1,50 +1,31 @@
-// Runs one rank's schedule (coll::Algorithm) over byte channels to its peers, on host memory:
-// sends stream spans into the peers' channels, receives copy or reduce straight out of the
-// channels, local actions use the CPU reductions.  Nonblocking: progress() does what it can
-// and returns, so one thread can drive several executions (channels of a collective, or
-// several collectives) and a blocking call is progress() under a back-off.
+// The host executor: runs one rank's schedule (coll::Algorithm) on memory the CPU can reach,
+// over byte channels to its peers: sends stream spans into the peers' channels, receives copy
+// or reduce straight out of the channels, local actions use the CPU reductions.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "coll/schedule.h"
-#include "core/status.h"
-#include "tl_host/channel.h"
+#include "coll/execution.h"
 
 namespace cohort::tl_host {
 
-struct HostBuffers {
-  const void *src = nullptr;
-  void *dst = nullptr;
-  void *scratch = nullptr;   // Algorithm::scratch_count() elements
-  std::vector<void *> user;  // coll::Buffer::kUser spans (send/recv groups)
-};
+using coll::Buffers;
+using coll::PeerChannels;
+using coll::RecvChannel;
+using coll::SendChannel;
 
-// The channels to and from each team rank (null for this rank and for peers the schedule
-// never talks to).
-struct PeerChannels {
-  SendChannel *to = nullptr;
-  RecvChannel *from = nullptr;
-};
-
-class Execution {
+// Runs over `peers` (by team rank), which outlive it; start() may be called again (a blocking
+// call reuses its execution and the memory it grew).
+class HostExecution final : public coll::Execution {
  public:
-  Execution(const coll::Algorithm &algorithm, const HostBuffers &buffers, cohort_dtype_t dtype,
-            const std::vector<PeerChannels> &peers);
-  // Starts over on another schedule over the same peers, keeping the memory it grew.
-  void restart(const coll::Algorithm &algorithm, const HostBuffers &buffers, cohort_dtype_t dtype);
-
-  // COHORT_SUCCESS when the schedule has run to its end, COHORT_IN_PROGRESS while waiting on
-  // peers, or an error (a schedule naming a peer without a channel).
-  Status progress();
-  // True when the last progress() moved bytes or finished a step (a waiter resets its back-off).
-  bool moved() const { return moved_; }
-  // What an unfinished execution waits for: "step 3 of 6: receive from rank 2 (0 of 4096
-  // bytes)", for timeout messages.
-  std::string waiting() const;
-  // The ranks it waits on now (sorted, unique).
-  std::vector<int> waiting_on() const;
+  explicit HostExecution(const std::vector<PeerChannels> &peers) : peers_(peers) {}
+  void start(const coll::Algorithm &algorithm, const Buffers &buffers,
+             cohort_dtype_t dtype) override;
+  Status progress() override;
+  bool moved() const override { return moved_; }
+  std::string waiting() const override;
+  std::vector<int> waiting_on() const override;
 
  private:
   struct Pending {
@@ -55,7 +36,7 @@ class Execution {
     // Single copy: the channel carries a Reference to the sender's span, which the receiver
     // reads directly; the send is complete once the receiver acknowledged it.
     bool by_reference = false;
-    Reference reference{};
+    coll::Reference reference{};
     size_t read = 0;          // receiver: payload bytes read through the reference
     uint64_t ack_target = 0;  // sender: the channel's acks() that frees the span (0: not yet)
     bool complete = false;
@@ -70,10 +51,12 @@ class Execution {
   void run_local_actions();
   char *address(const coll::Span &span) const;
 
-  const coll::Algorithm *algorithm_;
-  HostBuffers buffers_;
-  cohort_dtype_t dtype_;
-  size_t elem_;
+  Status broken(const Pending &p, Status channel_failure) const;
+
+  const coll::Algorithm *algorithm_ = nullptr;
+  Buffers buffers_;
+  cohort_dtype_t dtype_ = COHORT_UINT8;
+  size_t elem_ = 1;
   const std::vector<PeerChannels> &peers_;
   int step_ = -1;
   std::vector<coll::Action> actions_;
@@ -83,8 +66,8 @@ class Execution {
   bool moved_ = false;
 };
 
-// Bytes a message of `payload` bytes takes on a channel: padded to kChannelAlign, and never
-// zero, so that an empty message (a barrier's signal) still arrives.
+// Bytes a message of `payload` bytes takes on a channel: padded to coll::kChannelAlign, and
+// never zero, so that an empty message (a barrier's signal) still arrives.
 size_t wire_bytes(size_t payload);
 
 }  // namespace cohort::tl_host

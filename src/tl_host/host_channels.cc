@@ -12,6 +12,22 @@ namespace {
 
 std::atomic<uint64_t> g_sequence{0};  // segments this process created: part of their names
 
+// At the start of the segment, before the mailboxes.  The segment is created zeroed: empty.
+struct NoticeSlot {
+  std::atomic<uint32_t> state;  // kEmpty, kWriting, kPublished
+  uint32_t reserved;
+  tl::Notice notice;
+};
+constexpr uint32_t kEmpty = 0, kWriting = 1, kPublished = 2;
+// The slot's room, a multiple of Mailbox::kAlign so that the mailboxes stay aligned.
+constexpr size_t kSlotBytes = 1024;
+static_assert(sizeof(NoticeSlot) <= kSlotBytes && kSlotBytes % Mailbox::kAlign == 0);
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared between processes");
+
+size_t segment_bytes(size_t capacity, int local_size) {
+  return kSlotBytes + Mailbox::bytes_for(capacity) * local_size * local_size;
+}
+
 }  // namespace
 
 HostChannels::HostChannels(std::unique_ptr<ShmSegment> segment, int local_size, size_t capacity)
@@ -21,7 +37,22 @@ HostChannels::HostChannels(std::unique_ptr<ShmSegment> segment, int local_size, 
       stride_(Mailbox::bytes_for(capacity)) {}
 
 void *HostChannels::mailbox(int from, int to) const {
-  return static_cast<char *>(segment_->data()) + stride_ * (from * local_size_ + to);
+  return static_cast<char *>(segment_->data()) + kSlotBytes + stride_ * (from * local_size_ + to);
+}
+
+void HostChannels::post_notice(const tl::Notice &notice) {
+  auto *slot = static_cast<NoticeSlot *>(segment_->data());
+  uint32_t expected = kEmpty;
+  if (!slot->state.compare_exchange_strong(expected, kWriting, std::memory_order_acquire)) return;
+  slot->notice = notice;
+  slot->state.store(kPublished, std::memory_order_release);
+}
+
+bool HostChannels::read_notice(tl::Notice *out) const {
+  const auto *slot = static_cast<const NoticeSlot *>(segment_->data());
+  if (slot->state.load(std::memory_order_acquire) != kPublished) return false;
+  *out = slot->notice;
+  return true;
 }
 
 Status HostChannels::create(uint64_t host_id, int local_size, size_t capacity, SegmentInfo *info,
@@ -30,9 +61,9 @@ Status HostChannels::create(uint64_t host_id, int local_size, size_t capacity, S
   if (is_error(s)) return s;
   remove_stale_segments(host_id);
   const std::string name = segment_name(host_id, getpid(), g_sequence++);
-  const size_t bytes = Mailbox::bytes_for(capacity) * local_size * local_size;
   std::unique_ptr<ShmSegment> segment;
-  if (s = ShmSegment::create(name, bytes, &segment); is_error(s)) return s;
+  s = ShmSegment::create(name, segment_bytes(capacity, local_size), &segment);
+  if (is_error(s)) return s;
   std::unique_ptr<HostChannels> channels(
       new HostChannels(std::move(segment), local_size, capacity));
   for (int from = 0; from < local_size; ++from) {
@@ -52,9 +83,9 @@ Status HostChannels::attach(const SegmentInfo &info, std::unique_ptr<HostChannel
   std::string name(info.name, strnlen(info.name, sizeof(info.name)));
   Status s = Mailbox::check_capacity(info.capacity);
   if (is_error(s)) return s;
-  const size_t bytes = Mailbox::bytes_for(info.capacity) * info.local_size * info.local_size;
   std::unique_ptr<ShmSegment> segment;
-  if (s = ShmSegment::attach(name, bytes, &segment); is_error(s)) return s;
+  s = ShmSegment::attach(name, segment_bytes(info.capacity, info.local_size), &segment);
+  if (is_error(s)) return s;
   std::unique_ptr<HostChannels> channels(
       new HostChannels(std::move(segment), info.local_size, info.capacity));
   for (int from = 0; from < info.local_size; ++from) {

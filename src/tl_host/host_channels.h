@@ -1,13 +1,15 @@
 // The channels between the ranks of one host for one team: a shared-memory segment holding a
-// mailbox for every ordered pair of local ranks.  The host's leader creates it in the connect
-// phase and sends its name through the phase exchange; the others attach; once every rank has
-// reported (the ready phase), the leader unlinks the name, so nothing outlives the job.
+// notice slot (a team-wide notice: a rank aborted, or a collective failed) and a mailbox for
+// every ordered pair of local ranks.  The host's leader creates it in the connect phase and
+// sends its name through the phase exchange; the others attach; once every rank has reported
+// (the ready phase), the leader unlinks the name, so nothing outlives the job.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "tl/transport.h"
 #include "tl_host/executor.h"
 #include "tl_host/mailbox.h"
 #include "tl_host/shm_segment.h"
@@ -36,6 +38,11 @@ class HostChannels {
                                  int team_size);
 
   void unlink() { segment_->unlink(); }
+
+  // The segment's notice slot: the first notice posted stays (later ones are its
+  // consequences); every rank of the host reads it.
+  void post_notice(const tl::Notice &notice);
+  bool read_notice(tl::Notice *out) const;
 
   // Single copy from now on for messages of at least `min_bytes`, between the ends bind()
   // made (every local rank must do the same, with the same size): readers read straight from

@@ -122,7 +122,7 @@ void *MailboxWriter::reserve(size_t *bytes) {
 
 void MailboxWriter::commit(size_t bytes) {
   assert(bytes <= reserved_ && "commit() of more than reserve() lent");
-  assert(bytes % kChannelAlign == 0 && "commit() of a partial element");
+  assert(bytes % coll::kChannelAlign == 0 && "commit() of a partial element");
   if (bytes == 0) return;
   reserved_ -= bytes;
   tail_ += bytes;
@@ -156,7 +156,7 @@ const void *MailboxReader::peek(size_t *bytes) {
 
 void MailboxReader::consume(size_t bytes) {
   assert(bytes <= peeked_ && "consume() of more than peek() lent");
-  assert(bytes % kChannelAlign == 0 && "consume() of a partial element");
+  assert(bytes % coll::kChannelAlign == 0 && "consume() of a partial element");
   if (bytes == 0) return;
   peeked_ -= bytes;
   head_ += bytes;

@@ -25,7 +25,7 @@
 #include <cstdint>
 
 #include "core/status.h"
-#include "tl_host/channel.h"
+#include "coll/channel.h"
 
 namespace cohort::tl_host {
 
@@ -53,7 +53,7 @@ struct MailboxHeader;
 
 // The producing end.  One per mailbox, in one thread at a time.  `memory` holds a mailbox that
 // init() laid out (a process that attached runs validate() first; the constructors only assert).
-class MailboxWriter final : public SendChannel {
+class MailboxWriter final : public coll::SendChannel {
  public:
   explicit MailboxWriter(void *memory);
   void *reserve(size_t *bytes) override;
@@ -75,7 +75,7 @@ class MailboxWriter final : public SendChannel {
 };
 
 // The consuming end.  One per mailbox, in one thread at a time; `memory` as for the writer.
-class MailboxReader final : public RecvChannel {
+class MailboxReader final : public coll::RecvChannel {
  public:
   explicit MailboxReader(void *memory);
   const void *peek(size_t *bytes) override;

@@ -52,8 +52,8 @@ void let_go_all(Worker &worker, std::vector<Slot> &slots, bool cancel, ucp_tag_t
 
 }  // namespace
 
-SendChannel::SendChannel(Worker &worker, ucp_ep_h ep, ucp_tag_t tag, int slots)
-    : worker_(worker), ep_(ep), tag_(tag), slots_(slots) {}
+SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, int slots)
+    : worker_(worker), endpoint_(endpoint), tag_(tag), slots_(slots) {}
 
 SendChannel::~SendChannel() { let_go_all(worker_, slots_, false, tag_); }
 
@@ -61,16 +61,27 @@ bool SendChannel::slot_free(Slot &slot) {
   if (slot.request == nullptr) return true;
   ucs_status_t st = ucp_request_check_status(slot.request);
   if (st == UCS_INPROGRESS) return false;
-  if (st != UCS_OK) {
-    COHORT_LOG_WARN(COLL, "UCX send (tag %#llx) failed: %s", static_cast<unsigned long long>(tag_),
-                    ucs_status_string(st));
-  }
+  if (st != UCS_OK) broke(st);
   ucp_request_free(slot.request);
   slot.request = nullptr;
   return true;
 }
 
+void SendChannel::broke(ucs_status_t status) {
+  if (!error_.empty()) return;
+  error_ = strprintf("UCX send to %s (tag %#llx) failed: %s", endpoint_.who.c_str(),
+                     static_cast<unsigned long long>(tag_), ucs_status_string(status));
+  COHORT_LOG_WARN(NET, "%s", error_.c_str());
+}
+
+Status SendChannel::failure() const {
+  if (!error_.empty()) return fail(COHORT_ERR_SYSTEM, error_);
+  return endpoint_.failure();
+}
+
 void *SendChannel::reserve(size_t *bytes) {
+  *bytes = 0;
+  if (!error_.empty() || endpoint_.status != UCS_OK) return nullptr;
   Slot &slot = slots_[next_];
   if (!slot_free(slot)) {
     worker_.progress();
@@ -91,13 +102,13 @@ void SendChannel::commit(size_t bytes) {
   ucp_request_param_t param = {};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
   param.cb.send = nop_send;
-  void *request = ucp_tag_send_nbx(ep_, slot.data.get(), bytes, tag_, &param);
+  void *request = ucp_tag_send_nbx(endpoint_.ep, slot.data.get(), bytes, tag_, &param);
   if (UCS_PTR_IS_ERR(request)) {
-    COHORT_LOG_WARN(COLL, "UCX send (tag %#llx) failed: %s", static_cast<unsigned long long>(tag_),
-                    ucs_status_string(UCS_PTR_STATUS(request)));
+    broke(UCS_PTR_STATUS(request));
     return;
   }
   slot.request = request;  // null: done already (the data was copied out)
+  if (fail_after_ > 0 && --fail_after_ == 0) endpoint_.fail(UCS_ERR_CONNECTION_RESET);
 }
 
 int SendChannel::in_flight() const {
@@ -108,8 +119,21 @@ int SendChannel::in_flight() const {
   return n;
 }
 
-RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, int posted)
-    : worker_(worker), tag_(tag), slots_(posted) {}
+RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, int posted)
+    : worker_(worker), tag_(tag), sender_(sender), slots_(posted) {}
+
+void RecvChannel::broke(ucs_status_t status) {
+  if (!error_.empty()) return;
+  error_ = strprintf("UCX receive from %s (tag %#llx) failed: %s",
+                     sender_ != nullptr ? sender_->who.c_str() : "a peer",
+                     static_cast<unsigned long long>(tag_), ucs_status_string(status));
+  COHORT_LOG_WARN(NET, "%s", error_.c_str());
+}
+
+Status RecvChannel::failure() const {
+  if (!error_.empty()) return fail(COHORT_ERR_SYSTEM, error_);
+  return sender_ != nullptr ? sender_->failure() : COHORT_SUCCESS;
+}
 
 RecvChannel::~RecvChannel() { let_go_all(worker_, slots_, true, tag_); }
 
@@ -124,9 +148,7 @@ void RecvChannel::post(Slot &slot) {
   slot.consumed = 0;
   slot.length = 0;
   if (UCS_PTR_IS_ERR(request)) {
-    COHORT_LOG_WARN(COLL, "UCX receive (tag %#llx) failed: %s",
-                    static_cast<unsigned long long>(tag_),
-                    ucs_status_string(UCS_PTR_STATUS(request)));
+    broke(UCS_PTR_STATUS(request));
     slot.posted = false;
     slot.request = nullptr;
     return;
@@ -142,36 +164,30 @@ bool RecvChannel::complete(Slot &slot) {
   ucp_tag_recv_info_t info = {};
   ucs_status_t st = ucp_tag_recv_request_test(slot.request, &info);
   if (st == UCS_INPROGRESS) return false;
-  if (st != UCS_OK) {
-    COHORT_LOG_WARN(COLL, "UCX receive (tag %#llx) failed: %s",
-                    static_cast<unsigned long long>(tag_), ucs_status_string(st));
-    info.length = 0;
-  }
   ucp_request_free(slot.request);
   slot.request = nullptr;
+  if (st != UCS_OK) {
+    broke(st);  // the stream has a hole now: the channel is broken for good
+    return false;
+  }
   slot.length = info.length;
   return true;
 }
 
 const void *RecvChannel::peek(size_t *bytes) {
   *bytes = 0;
+  if (!error_.empty()) return nullptr;
   // Receives are posted at first use, then re-posted as each slot is drained.
   for (Slot &slot : slots_) {
     if (!slot.posted) post(slot);
   }
-  for (size_t skipped = 0; skipped <= slots_.size(); ++skipped) {
-    Slot &slot = slots_[head_];
-    if (!complete(slot)) {
-      worker_.progress();
-      if (!complete(slot)) return nullptr;
-    }
-    if (slot.length > 0) {
-      *bytes = slot.length - slot.consumed;
-      return slot.data.get() + slot.consumed;
-    }
-    repost_head();  // a failed receive (already logged) carries nothing: pass over it
+  Slot &slot = slots_[head_];
+  if (!complete(slot)) {
+    worker_.progress();
+    if (!complete(slot)) return nullptr;
   }
-  return nullptr;
+  *bytes = slot.length - slot.consumed;
+  return slot.data.get() + slot.consumed;
 }
 
 void RecvChannel::consume(size_t bytes) {

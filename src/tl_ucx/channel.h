@@ -6,6 +6,9 @@
 // the receiver keeps a few receives posted (slot-sized, so a message always fits) and lends
 // the bytes of the oldest completed one.  Neither side blocks: when nothing is free or has
 // arrived they progress the worker and lend nothing.  Callers hold the worker's mutex.
+//
+// A failed transfer, or a failure UCX reports for the peer's endpoint, breaks the channel for
+// good: failure() names the peer and the reason, and the collective using it ends with that.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -14,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "tl_host/channel.h"
+#include "coll/channel.h"
 #include "tl_ucx/worker.h"
 
 namespace cohort::tl_ucx {
@@ -22,14 +25,17 @@ namespace cohort::tl_ucx {
 // The largest message: every receive is posted this large.
 constexpr size_t kSlotBytes = 64 * 1024;
 
-class SendChannel : public tl_host::SendChannel {
+class SendChannel : public coll::SendChannel {
  public:
-  SendChannel(Worker &worker, ucp_ep_h ep, ucp_tag_t tag, int slots = 8);
+  SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, int slots = 8);
   ~SendChannel() override;
   void *reserve(size_t *bytes) override;
   void commit(size_t bytes) override;
+  Status failure() const override;
   // Sends still in flight (for tests and for waiting at destruction).
   int in_flight() const;
+  // Testing: the endpoint fails as if UCX reported a lost peer once `messages` more were sent.
+  void fail_after(int messages) { fail_after_ = messages; }
 
  private:
   struct Slot {
@@ -37,20 +43,25 @@ class SendChannel : public tl_host::SendChannel {
     void *request = nullptr;  // UCX's, while the send is in flight
   };
   bool slot_free(Slot &slot);
+  void broke(ucs_status_t status);
 
   Worker &worker_;
-  ucp_ep_h ep_;
+  Endpoint &endpoint_;
   ucp_tag_t tag_;
   std::vector<Slot> slots_;
-  size_t next_ = 0;  // the slot reserve() lends
+  size_t next_ = 0;      // the slot reserve() lends
+  std::string error_;    // the first failed transfer (the channel is broken from then on)
+  int fail_after_ = -1;  // testing: messages until an injected endpoint failure
 };
 
-class RecvChannel : public tl_host::RecvChannel {
+class RecvChannel : public coll::RecvChannel {
  public:
-  RecvChannel(Worker &worker, ucp_tag_t tag, int posted = 4);
+  // `sender`: the endpoint to the sending peer, whose failure breaks this channel (null: none).
+  RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender = nullptr, int posted = 4);
   ~RecvChannel() override;
   const void *peek(size_t *bytes) override;
   void consume(size_t bytes) override;
+  Status failure() const override;
 
  private:
   struct Slot {
@@ -62,12 +73,15 @@ class RecvChannel : public tl_host::RecvChannel {
   };
   void post(Slot &slot);
   bool complete(Slot &slot);
+  void broke(ucs_status_t status);
   void repost_head();
 
   Worker &worker_;
   ucp_tag_t tag_;
+  const Endpoint *sender_;
   std::vector<Slot> slots_;  // posted in ring order: matched in that order
   size_t head_ = 0;          // the oldest posted slot
+  std::string error_;        // the first failed receive (the channel is broken from then on)
 };
 
 }  // namespace cohort::tl_ucx

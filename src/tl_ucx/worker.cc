@@ -15,12 +15,12 @@ Status ucx_failure(const char *call, ucs_status_t status) {
   return failf(COHORT_ERR_SYSTEM, "UCX %s failed: %s", call, ucs_status_string(status));
 }
 
-// A peer's worker became unreachable: the collectives waiting on it time out naming the rank;
-// this says why.
+// A peer's worker became unreachable: every channel over the endpoint fails with the reason.
 void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
-  const auto *who = static_cast<const std::string *>(arg);
-  COHORT_LOG_INFO(COLL, "UCX connection to %s failed: %s", who->c_str(), ucs_status_string(status));
+  static_cast<Endpoint *>(arg)->fail(status);
 }
+
+void close_endpoint(ucp_worker_h worker, ucp_ep_h ep);
 
 // Waits (bounded) for a close request, progressing the worker.
 void wait_closed(ucp_worker_h worker, void *request) {
@@ -32,7 +32,26 @@ void wait_closed(ucp_worker_h worker, void *request) {
   ucp_request_free(request);
 }
 
+void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  wait_closed(worker, ucp_ep_close_nbx(ep, &param));
+}
+
 }  // namespace
+
+Status Endpoint::failure() const {
+  if (status == UCS_OK) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_SYSTEM, "UCX connection to %s failed: %s", who.c_str(),
+               ucs_status_string(status));
+}
+
+void Endpoint::fail(ucs_status_t reason) {
+  if (status != UCS_OK) return;
+  status = reason;
+  COHORT_LOG_WARN(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
+}
 
 Status Worker::acquire(std::shared_ptr<Worker> *out) {
   std::lock_guard<std::mutex> lock(g_instance_mutex);
@@ -85,40 +104,38 @@ Status Worker::init() {
 
 Worker::~Worker() {
   if (worker_ != nullptr) {
-    for (auto &[address, ep] : endpoints_) {
-      ucp_request_param_t param = {};
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      wait_closed(worker_, ucp_ep_close_nbx(ep, &param));
-    }
+    for (auto &[address, endpoint] : endpoints_) close_endpoint(worker_, endpoint->ep);
     ucp_worker_destroy(worker_);
   }
   if (context_ != nullptr) ucp_cleanup(context_);
 }
 
-Status Worker::endpoint(const std::string &address, const std::string &who, ucp_ep_h *out) {
+Status Worker::endpoint(const std::string &address, const std::string &who, Endpoint **out) {
   if (auto it = endpoints_.find(address); it != endpoints_.end()) {
-    *out = it->second;
-    return COHORT_SUCCESS;
+    if (it->second->status == UCS_OK) {
+      *out = it->second;
+      return COHORT_SUCCESS;
+    }
+    close_endpoint(worker_, it->second->ep);  // failed: its channels keep reporting that
+    endpoints_.erase(it);
   }
-  // The error callback's argument lives as long as the worker: one name per address.
-  auto *name = new std::string(who);
-  names_.emplace_back(name);
+  auto endpoint = std::make_unique<Endpoint>();
+  endpoint->who = who;
   ucp_ep_params_t params = {};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t *>(address.data());
   params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   params.err_handler.cb = on_endpoint_error;
-  params.err_handler.arg = name;
-  ucp_ep_h ep = nullptr;
-  ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+  params.err_handler.arg = endpoint.get();
+  ucs_status_t st = ucp_ep_create(worker_, &params, &endpoint->ep);
   if (st != UCS_OK) {
     return failf(COHORT_ERR_SYSTEM, "UCX ucp_ep_create to %s failed: %s", who.c_str(),
                  ucs_status_string(st));
   }
-  endpoints_.emplace(address, ep);
-  *out = ep;
+  endpoints_.emplace(address, endpoint.get());
+  *out = endpoint.get();
+  all_endpoints_.push_back(std::move(endpoint));
   return COHORT_SUCCESS;
 }
 

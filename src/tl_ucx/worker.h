@@ -28,6 +28,19 @@ inline ucp_tag_t make_tag(uint64_t team_id, int sender_rank) {
   return (team_id << kTagRankBits) | (static_cast<uint64_t>(sender_rank) & kTagRankMask);
 }
 
+// A connection to a peer's worker, shared by every team that reaches that worker, and its
+// health: UCX's error callback (peer failure detection) marks it failed, and every channel
+// over it reports that as its failure.
+struct Endpoint {
+  ucp_ep_h ep = nullptr;
+  std::string who;               // names the peer in messages: "rank 3 (host b, pid 42)"
+  ucs_status_t status = UCS_OK;  // the failure UCX reported
+  // COHORT_SUCCESS, or COHORT_ERR_SYSTEM: "UCX connection to <who> failed: <reason>".
+  Status failure() const;
+  // What UCX's error callback does (also how tests inject a failure): marks it failed, once.
+  void fail(ucs_status_t reason);
+};
+
 class Worker {
  public:
   // The process's worker, made on first use.
@@ -39,8 +52,9 @@ class Worker {
   Worker &operator=(const Worker &) = delete;
 
   const std::string &address() const { return address_; }
-  // The endpoint to the worker at `address` (made on first use); `who` names it in errors.
-  Status endpoint(const std::string &address, const std::string &who, ucp_ep_h *out);
+  // The endpoint to the worker at `address` (made on first use, and made again once it failed);
+  // `who` names it in errors.  It lives as long as the worker.
+  Status endpoint(const std::string &address, const std::string &who, Endpoint **out);
   void progress() { ucp_worker_progress(worker_); }
   ucp_worker_h handle() const { return worker_; }
   // Serialises every use of the worker (it is created in serialized thread mode).
@@ -57,8 +71,8 @@ class Worker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
-  std::map<std::string, ucp_ep_h> endpoints_;
-  std::vector<std::unique_ptr<std::string>> names_;  // endpoint error callbacks' arguments
+  std::map<std::string, Endpoint *> endpoints_;           // the live one per address
+  std::vector<std::unique_ptr<Endpoint>> all_endpoints_;  // failed ones too: channels hold them
   std::mutex mutex_;
   std::mutex ids_mutex_;
   uint64_t next_team_id_ = 1;

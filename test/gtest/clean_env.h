@@ -1,5 +1,6 @@
-// Test fixture: unsets every COHORT_* variable of the parameter table for a test and
-// restores the caller's values afterwards, so tests see defaults whatever the environment.
+// Test fixture: unsets every COHORT_* variable of the parameter tables (the user's and the
+// testing one) for a test and restores the caller's values afterwards, so tests see defaults
+// whatever the environment.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,12 +19,14 @@ namespace cohort {
 class CleanEnvTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const ParamSpec &spec : param_table()) {
-      std::string name = std::string("COHORT_") + spec.name;
-      const char *value = getenv(name.c_str());
-      saved_.emplace_back(name,
-                          value != nullptr ? std::optional<std::string>(value) : std::nullopt);
-      unsetenv(name.c_str());
+    for (const std::vector<ParamSpec> *table : {&param_table(), &testing_param_table()}) {
+      for (const ParamSpec &spec : *table) {
+        std::string name = std::string("COHORT_") + spec.name;
+        const char *value = getenv(name.c_str());
+        saved_.emplace_back(name,
+                            value != nullptr ? std::optional<std::string>(value) : std::nullopt);
+        unsetenv(name.c_str());
+      }
     }
     clear_last_error();
   }

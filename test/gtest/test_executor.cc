@@ -180,11 +180,12 @@ void run(const Case &c) {
       // In place: reduce-scatter's output is the rank's block of its input.
       size_t dst_offset =
           c.in_place && c.collective == coll::Collective::kReduceScatter ? r * c.count * elem : 0;
-      HostBuffers buffers;
+      Buffers buffers;
       buffers.src = c.in_place ? dst[r].data() : src[r].data();
       buffers.dst = dst[r].data() + dst_offset;
       buffers.scratch = scratch[r].data();
-      Execution execution(*algorithms[r], buffers, c.dtype, peers);
+      HostExecution execution(peers);
+      execution.start(*algorithms[r], buffers, c.dtype);
       Backoff backoff;
       int64_t deadline = deadline_after(60);
       Status s;

@@ -729,10 +729,23 @@ TEST(ReduceHalf, MultiAccumulatesInFp32AndRoundsOnce) {
   }
 }
 
+// Count 0 reads and writes nothing: not the buffers, not what is next to them.
 TEST(ReduceEdge, ZeroCountTouchesNothing) {
-  reduce_into(nullptr, nullptr, 0, COHORT_FLOAT32, COHORT_SUM);
-  reduce_multi(nullptr, nullptr, 3, 0, COHORT_INT8, COHORT_MAX);
-  finalize_avg(nullptr, 0, COHORT_FLOAT64, 4);
+  std::vector<float> out = {1.5f, -2.0f}, in = {100.0f, 200.0f};
+  std::vector<int8_t> small = {7, -7};
+  std::vector<double> avg = {8.0, 12.0};
+  const void *ins[3] = {small.data(), small.data(), small.data()};
+  reduce_into(out.data(), in.data(), 0, COHORT_FLOAT32, COHORT_SUM);
+  reduce_multi(small.data(), ins, 3, 0, COHORT_INT8, COHORT_MAX);
+  finalize_avg(avg.data(), 0, COHORT_FLOAT64, 4);
+  EXPECT_EQ(out, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(small, (std::vector<int8_t>{7, -7}));
+  EXPECT_EQ(avg, (std::vector<double>{8.0, 12.0}));
+  // And one element is one element: the neighbour stays.
+  reduce_into(out.data(), in.data(), 1, COHORT_FLOAT32, COHORT_SUM);
+  finalize_avg(avg.data(), 1, COHORT_FLOAT64, 4);
+  EXPECT_EQ(out, (std::vector<float>{101.5f, -2.0f}));
+  EXPECT_EQ(avg, (std::vector<double>{2.0, 12.0}));
 }
 
 TEST(ReduceEdge, InvalidArgumentsLeaveBuffersAlone) {

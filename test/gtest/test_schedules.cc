@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "coll/multi_channel.h"
 #include "coll/schedule.h"
 
 namespace cohort::coll {
@@ -198,13 +199,15 @@ struct Case {
   int root;
   bool in_place;
   size_t elem_size;  // only sizes pipeline pieces: large values mean many pieces
+  int channels = 1;  // > 1: the algorithm on that many rings (each its own order), in parts
 };
 
 std::string describe(const Case &c) {
   return std::string(collective_name(c.collective)) + "/" + c.algorithm +
          " n=" + std::to_string(c.n) + " count=" + std::to_string(c.count) +
          " op=" + std::to_string(c.op) + " root=" + std::to_string(c.root) +
-         (c.in_place ? " in-place" : "") + " elem=" + std::to_string(c.elem_size);
+         (c.in_place ? " in-place" : "") + " elem=" + std::to_string(c.elem_size) +
+         " channels=" + std::to_string(c.channels);
 }
 
 // Input and output sizes per rank, in elements.
@@ -226,9 +229,13 @@ size_t out_size(const Case &c) {
 void run_case(const Case &c, std::mt19937 &rng) {
   SCOPED_TRACE(describe(c));
   const int n = c.n;
-  std::vector<int> ring(n);
-  std::iota(ring.begin(), ring.end(), 0);
-  std::shuffle(ring.begin(), ring.end(), rng);  // the plan's ring is any order of ranks
+  // The plan's rings: any order of the ranks each, and each rank's place in them.
+  std::vector<std::vector<int>> rings(c.channels, std::vector<int>(n)), positions = rings;
+  for (int k = 0; k < c.channels; ++k) {
+    std::iota(rings[k].begin(), rings[k].end(), 0);
+    std::shuffle(rings[k].begin(), rings[k].end(), rng);
+    for (int i = 0; i < n; ++i) positions[k][rings[k][i]] = i;
+  }
   // Hosts for hierarchical algorithms: a random number of them, ranks spread at random.
   std::vector<int> node_of_rank(n);
   const int hosts = std::uniform_int_distribution<int>(1, n)(rng);
@@ -270,11 +277,13 @@ void run_case(const Case &c, std::mt19937 &rng) {
     args.rank = r;
     args.size = n;
     args.elem_size = c.elem_size;
-    args.ring = &ring;
+    args.ring = &rings[0];
+    args.rings = &rings;
+    args.ring_positions = &positions;
     args.node_of_rank = &node_of_rank;
     const AlgorithmInfo *info = find_algorithm(c.collective, c.algorithm);
     ASSERT_NE(info, nullptr);
-    me.algorithm = info->make(args);
+    me.algorithm = make_multi_channel(*info, args, c.channels);
   }
   ASSERT_TRUE(sim.run());
   auto reduced = [&](size_t offset, size_t i) {
@@ -375,6 +384,27 @@ TEST(Schedules, DataMovementMatchesTheReference) {
         for (bool in_place : {false, true}) {
           for (int root : {0, n - 1, n / 2}) {
             run_case({collective, name, n, count, COHORT_SUM, root, in_place, 4096}, rng);
+            if (testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// On several channels each part runs on its own ring; the parts' messages between a pair of
+// ranks share one stream, in the same order on both sides.
+TEST(Schedules, SplittableAlgorithmsRunOnSeveralChannels) {
+  std::mt19937 rng(2024);
+  for (const AlgorithmInfo &info : algorithm_table()) {
+    if (!info.splits) continue;
+    for (int n : {1, 2, 3, 5, 8}) {
+      for (int channels : {2, 3, 4}) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{1023}}) {
+          const int root = info.collective == Collective::kAllreduce ? 0 : n - 1;
+          for (cohort_op_t op : {COHORT_SUM, COHORT_AVG}) {
+            run_case({info.collective, info.name, n, count, op, root, count % 2 == 1, 64, channels},
+                     rng);
             if (testing::Test::HasFatalFailure()) return;
           }
         }

@@ -9,8 +9,12 @@
 namespace cohort::coll {
 namespace {
 
-std::string chosen(const Selection &s, Collective c, size_t bytes, int ranks = 4, int hosts = 1) {
-  return s.choose(c, bytes, ranks, hosts).name;
+std::string chosen(const Selection &s, Collective c, size_t bytes, int ranks = 4, int hosts = 1,
+                   cohort_memory_kind_t memory = COHORT_MEMORY_HOST) {
+  const SelectRule *rule = s.choose(c, memory, bytes, ranks, hosts);
+  if (rule == nullptr) return "(none)";
+  return std::string(rule->algorithm->name) +
+         (rule->channels > 1 ? "*" + std::to_string(rule->channels) : "");
 }
 
 TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) {
@@ -46,12 +50,44 @@ TEST(Selection, DescribeListsOverridesFirstAndMarksThem) {
   Selection s;
   ASSERT_EQ(Selection::parse("reduce_scatter:64K-=ring", &s), COHORT_SUCCESS);
   std::string text = s.describe();
-  size_t override_at = text.find("reduce_scatter  64K <= bytes < inf");
+  size_t override_at = text.find("reduce_scatter  host+cuda-host+cuda-managed  64K <= bytes < inf");
   ASSERT_NE(override_at, std::string::npos) << text;
   EXPECT_LT(override_at, text.find("allreduce")) << text;
   EXPECT_NE(text.find("(COHORT_COLL_ALGO)"), std::string::npos) << text;
-  EXPECT_NE(text.find("0 <= bytes < 16K, <= 16 ranks -> direct"), std::string::npos) << text;
-  EXPECT_NE(text.find("0 <= bytes < 64K, >= 2 hosts -> hier"), std::string::npos) << text;
+  EXPECT_NE(text.find("host+cuda-host+cuda-managed  0 <= bytes < 16K, <= 16 ranks"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("0 <= bytes < 64K, >= 2 hosts"), std::string::npos) << text;
+  EXPECT_NE(text.find("-> hier"), std::string::npos) << text;
+}
+
+// The memory kind is a dimension of the table: host memory, pinned or managed, takes the host
+// algorithms; device memory finds no rule until GPU algorithms exist.
+TEST(Selection, MemoryKindsSelectAndDeviceMemoryFindsNoHostAlgorithm) {
+  Selection s;
+  for (cohort_memory_kind_t kind :
+       {COHORT_MEMORY_HOST, COHORT_MEMORY_CUDA_HOST, COHORT_MEMORY_CUDA_MANAGED}) {
+    EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, kind), "direct") << kind;
+  }
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)");
+  ASSERT_EQ(Selection::parse("allreduce@cuda-managed=ring", &s), COHORT_SUCCESS) << last_error();
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_MANAGED), "ring");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_HOST), "direct")
+      << "the rule covers managed memory only";
+  ASSERT_EQ(Selection::parse("allreduce@host+cuda-host:1K-=direct", &s), COHORT_SUCCESS);
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20, 4, 1, COHORT_MEMORY_CUDA_HOST), "direct");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20, 4, 1, COHORT_MEMORY_CUDA_MANAGED), "ring");
+  EXPECT_NE(s.describe().find("host+cuda-host"), std::string::npos) << s.describe();
+}
+
+TEST(Selection, ChannelCountsRunSplittableAlgorithmsOnSeveralChannels) {
+  Selection s;
+  ASSERT_EQ(Selection::parse("allreduce:1M-=ring*4; broadcast=chain*2", &s), COHORT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20), "ring*4");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 19), "ring");
+  EXPECT_EQ(chosen(s, Collective::kBroadcast, 8), "chain*2");
+  EXPECT_NE(s.describe().find("ring x4 channels"), std::string::npos) << s.describe();
 }
 
 TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
@@ -67,6 +103,11 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
       {"allreduce:4X-=direct", "'4X' is not a size"},
       {"allreduce:4096=direct", "a range is LO-HI"},
       {"broadcast=chain;allgather:1-2=pairwise", "no algorithm 'pairwise' for allgather"},
+      {"allreduce@gpu=ring", "'gpu' is not a list of memory kinds"},
+      {"allreduce@cuda-device=ring", "ring runs on host+cuda-host+cuda-managed memory only"},
+      {"allgather=ring*2", "allgather ring runs on one channel only"},
+      {"allreduce=ring*0", "the channel count after '*' must be 1-32"},
+      {"allreduce=ring*33", "the channel count after '*' must be 1-32"},
   };
   for (const auto &c : cases) {
     EXPECT_EQ(Selection::parse(c.text, &s), COHORT_ERR_INVALID_ARG) << c.text;

@@ -27,6 +27,10 @@
 namespace cohort::tl_host {
 namespace {
 
+using coll::kChannelAlign;
+using coll::RecvChannel;
+using coll::SendChannel;
+
 // A host id of this test process alone: stale cleanup then sees only the files this process
 // made, even while another build's tests run on the same machine.  The "7e57" prefix holds a
 // letter, which the upper-case look-alike below relies on.

@@ -16,10 +16,10 @@ TEST(DtypeToMpi, EveryStandardTypeHasItsMpiTwin) {
   const struct {
     cohort_dtype_t dtype;
     MPI_Datatype mpi;
-  } expected[] = {{COHORT_INT8, MPI_INT8_T},     {COHORT_UINT8, MPI_UINT8_T},
-                  {COHORT_INT32, MPI_INT32_T},   {COHORT_UINT32, MPI_UINT32_T},
-                  {COHORT_INT64, MPI_INT64_T},   {COHORT_UINT64, MPI_UINT64_T},
-                  {COHORT_FLOAT32, MPI_FLOAT},   {COHORT_FLOAT64, MPI_DOUBLE}};
+  } expected[] = {{COHORT_INT8, MPI_INT8_T},   {COHORT_UINT8, MPI_UINT8_T},
+                  {COHORT_INT32, MPI_INT32_T}, {COHORT_UINT32, MPI_UINT32_T},
+                  {COHORT_INT64, MPI_INT64_T}, {COHORT_UINT64, MPI_UINT64_T},
+                  {COHORT_FLOAT32, MPI_FLOAT}, {COHORT_FLOAT64, MPI_DOUBLE}};
   for (const auto &e : expected) {
     MPI_Datatype out = MPI_DATATYPE_NULL;
     EXPECT_EQ(cohort_dtype_to_mpi(e.dtype, &out), COHORT_SUCCESS) << e.dtype;

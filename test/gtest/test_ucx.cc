@@ -18,7 +18,7 @@ namespace {
 
 struct Pair {
   std::shared_ptr<Worker> a, b;
-  ucp_ep_h a_to_b = nullptr;
+  Endpoint *a_to_b = nullptr;
 };
 
 // Two workers with an endpoint from a to b; skips where UCX has no network transport.
@@ -64,7 +64,7 @@ TEST(UcxChannel, StreamsEightMiBInOrderInRandomChunks) {
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   ucp_tag_t tag = make_tag(7, 3);
-  SendChannel to(*pair.a, pair.a_to_b, tag);
+  SendChannel to(*pair.a, *pair.a_to_b, tag);
   RecvChannel from(*pair.b, tag);
   EXPECT_EQ(stream(*pair.a, to, from, (8u << 20) / 8, 1000, 1), ~0ull);
 }
@@ -78,7 +78,7 @@ TEST(UcxChannel, TagsKeepTeamsAndSendersApart) {
   std::vector<std::unique_ptr<SendChannel>> to;
   std::vector<std::unique_ptr<RecvChannel>> from;
   for (ucp_tag_t tag : tags) {
-    to.push_back(std::make_unique<SendChannel>(*pair.a, pair.a_to_b, tag));
+    to.push_back(std::make_unique<SendChannel>(*pair.a, *pair.a_to_b, tag));
     from.push_back(std::make_unique<RecvChannel>(*pair.b, tag));
   }
   // Everything is sent before anything is read, so all three interleave on the wire.
@@ -121,7 +121,7 @@ TEST(UcxChannel, SenderLendsNothingWhileEverySlotIsInFlightThenResumes) {
   // Slots are freed only as UCX finishes with them; with a receiver that does not read yet,
   // a large message stays in flight (rendezvous), so the sender must stop lending.
   ucp_tag_t tag = make_tag(9, 0);
-  SendChannel to(*pair.a, pair.a_to_b, tag, 2);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 2);
   int lent_slots = 0;
   for (int i = 0; i < 50; ++i) {
     size_t lent = 0;
@@ -173,7 +173,7 @@ TEST(UcxChannel, ReadingNothingWhileTheReceiveIsInFlightLosesNothing) {
     EXPECT_EQ(arrived, 0u);
     from.consume(arrived);
   }
-  SendChannel to(*pair.a, pair.a_to_b, tag);
+  SendChannel to(*pair.a, *pair.a_to_b, tag);
   std::vector<uint64_t> values;
   for (uint64_t k = 0; k < 3; ++k) {
     size_t lent = 0;
@@ -191,6 +191,42 @@ TEST(UcxChannel, ReadingNothingWhileTheReceiveIsInFlightLosesNothing) {
     from.consume(arrived / 8 * 8);
   }
   EXPECT_EQ(values, (std::vector<uint64_t>{0xC0DE0000, 0xC0DE0001, 0xC0DE0002}));
+}
+
+// What UCX's error callback does for a lost peer (and what COHORT_INJECT_UCX_FAILURE
+// simulates): both directions break at once, naming the peer and UCX's reason, instead of
+// waiting for the collective timeout.
+TEST(UcxChannel, AFailedEndpointBreaksBothDirectionsNamingThePeer) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  ucp_tag_t tag = make_tag(13, 0);
+  SendChannel to(*pair.a, *pair.a_to_b, tag);
+  RecvChannel from(*pair.a, make_tag(14, 1), pair.a_to_b);
+  RecvChannel unrelated(*pair.a, make_tag(15, 1));
+  EXPECT_EQ(to.failure(), COHORT_SUCCESS);
+  EXPECT_EQ(from.failure(), COHORT_SUCCESS);
+  to.fail_after(2);  // the second message sent breaks the endpoint
+  for (int k = 0; k < 2; ++k) {
+    size_t lent = 0;
+    ASSERT_NE(to.reserve(&lent), nullptr) << "message " << k;
+    to.commit(8);
+  }
+  size_t lent = 1;
+  EXPECT_EQ(to.reserve(&lent), nullptr);
+  EXPECT_EQ(lent, 0u);
+  EXPECT_EQ(to.failure(), COHORT_ERR_SYSTEM);
+  EXPECT_NE(last_error().find("UCX connection to worker b failed"), std::string::npos)
+      << last_error();
+  EXPECT_NE(last_error().find("reset"), std::string::npos) << last_error();
+  EXPECT_EQ(from.failure(), COHORT_ERR_SYSTEM);
+  EXPECT_NE(last_error().find("worker b"), std::string::npos) << last_error();
+  EXPECT_EQ(unrelated.failure(), COHORT_SUCCESS) << "a channel from another peer still works";
+  // A team made later reaches the same worker through a fresh endpoint.
+  Endpoint *again = nullptr;
+  ASSERT_EQ(pair.a->endpoint(pair.b->address(), "worker b", &again), COHORT_SUCCESS);
+  EXPECT_NE(again, pair.a_to_b);
+  EXPECT_EQ(again->failure(), COHORT_SUCCESS);
 }
 
 TEST(UcxWorker, TeamIdsAreNeverHandedOutTwice) {

@@ -56,6 +56,9 @@ add "5 p2p --per-node 3 @UCX_TLS=tcp,self"
 # Each allreduce algorithm on every size (the defaults pick direct only for small ones).
 add "4 coll --quick 1 @COHORT_COLL_ALGO=allreduce=direct"
 add "3 coll --quick 1 @COHORT_COLL_ALGO=allreduce=ring"
+# The splittable algorithms on both channels of the plan (each its own part of the buffer).
+add "4 coll --quick 1 @COHORT_COLL_ALGO=allreduce=ring*2,reduce=chain*2,broadcast=chain*2"
+add "6 coll --quick 1 --per-node 3 @UCX_TLS=tcp,self COHORT_COLL_ALGO=allreduce=ring*2,broadcast=chain*2"
 # Single copy within a host for nearly every message (and never), over the whole matrix.
 add "4 coll @COHORT_SHM_SINGLE_COPY_BYTES=8"
 add "3 coll --quick 1 @COHORT_SHM_SINGLE_COPY_BYTES=0"

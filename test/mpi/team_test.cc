@@ -21,6 +21,7 @@
 
 #include "cohort.h"
 #include "cohort.hpp"
+#include "test_support.h"
 #include "test_values.h"
 
 #if COHORT_TEST_HAVE_CUDA
@@ -29,95 +30,7 @@
 
 namespace {
 
-int g_rank = 0, g_size = 1, g_failures = 0;
-bool g_finalized = false;  // set by scenarios that finalise MPI themselves
-
-void check_impl(bool ok, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void check_impl(bool ok, const char *file, int line, const char *fmt, ...) {
-  if (ok) return;
-  ++g_failures;
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "[rank %d] CHECK FAILED %s:%d: %s\n", g_rank, file, line, msg);
-}
-#define CHECK(cond, ...) check_impl((cond), __FILE__, __LINE__, __VA_ARGS__)
-#define CHECK_STATUS(call, expected)                                                             \
-  do {                                                                                           \
-    cohort_status_t s_ = (call);                                                                 \
-    CHECK(s_ == (expected), "%s returned %s, expected %s (%s)", #call, cohort_status_string(s_), \
-          cohort_status_string(expected), cohort_last_error());                                  \
-  } while (0)
-
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::map<std::string, std::string> g_opts;
-int opt_int(const char *name, int fallback) {
-  auto it = g_opts.find(name);
-  return it == g_opts.end() ? fallback : atoi(it->second.c_str());
-}
-double opt_double(const char *name, double fallback) {
-  auto it = g_opts.find(name);
-  return it == g_opts.end() ? fallback : atof(it->second.c_str());
-}
-std::string opt_str(const char *name, const char *fallback) {
-  auto it = g_opts.find(name);
-  return it == g_opts.end() ? fallback : it->second;
-}
-
-cohort_team_config_t config_with_timeout(double seconds) {
-  cohort_team_config_t cfg;
-  cohort_team_config_init(&cfg);
-  cfg.init_timeout = seconds;
-  return cfg;
-}
-
-// True on every rank iff `value` is the same string on every rank of comm.
-bool same_everywhere(const std::string &value, MPI_Comm comm = MPI_COMM_WORLD) {
-  unsigned long long h = 1469598103934665603ull;
-  for (unsigned char c : value) h = (h ^ c) * 1099511628211ull;
-  unsigned long long lo = h, hi = h;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
-  return lo == hi;
-}
-
-// Sets (or, with value NULL, unsets) an environment variable for a scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    const char *old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
+using namespace mpi_test;
 
 int count_open_fds() {
   int n = 0;
@@ -1349,19 +1262,8 @@ void scenario_shared_gpu(bool allowed) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: team_test SCENARIO [--name value ...]\n");
-    return 2;
-  }
-  std::string scenario = argv[1];
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (strncmp(argv[i], "--", 2) == 0) g_opts[argv[i] + 2] = argv[i + 1];
-  }
-  if (scenario == "before-init") scenario_before_init();
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  const std::map<std::string, std::function<void()>> scenarios = {
+  if (argc >= 2 && strcmp(argv[1], "before-init") == 0) scenario_before_init();
+  const Scenarios scenarios = {
       {"before-init", [] {}},
       {"create", scenario_create},
       {"split", scenario_split},
@@ -1390,35 +1292,8 @@ int main(int argc, char **argv) {
       {"gpu-shared", [] { scenario_shared_gpu(true); }},
       {"gpu-coll", scenario_gpu_coll},
   };
-  auto it = scenarios.find(scenario);
-  if (it == scenarios.end()) {
-    if (g_rank == 0) fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
-    MPI_Finalize();
-    return 2;
-  }
-  int skip = scenario.rfind("gpu-", 0) == 0 && !have_gpu();
-  MPI_Allreduce(MPI_IN_PLACE, &skip, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (skip) {
-    if (g_rank == 0) printf("SKIP: %s needs a CUDA GPU on every rank\n", scenario.c_str());
-    MPI_Finalize();
-    return 77;
-  }
-  try {
-    it->second();
-  } catch (const cohort::Error &e) {
-    CHECK(false, "exception: %s (%s)", e.what(), cohort_last_error());
-  }
-  int failures = g_failures;
-  if (g_finalized) {  // no MPI left to agree with: each rank reports for itself
-    if (failures > 0) fprintf(stderr, "rank %d: %d failed checks\n", g_rank, failures);
-    if (g_rank == 0) printf("%s on rank 0: %s\n", scenario.c_str(), failures ? "FAIL" : "PASS");
-    return failures == 0 ? 0 : 1;
-  }
-  MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0) {
-    printf("%s on %d ranks: %s (%d failed checks)\n", scenario.c_str(), g_size,
-           failures == 0 ? "PASS" : "FAIL", failures);
-  }
-  MPI_Finalize();
-  return failures == 0 ? 0 : 1;
+  return run_main(argc, argv, scenarios, [](const std::string &scenario) -> std::string {
+    if (scenario.rfind("gpu-", 0) != 0 || have_gpu()) return "";
+    return scenario + " needs a CUDA GPU on every rank";
+  });
 }

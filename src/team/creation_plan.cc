@@ -1,4 +1,4 @@
-// Team creation, planning part: topology -> graphs -> align.  Each host's leader (local
+// Team creation, planning phases: topology -> graphs -> align.  Each host's leader (local
 // rank 0) detects or loads the host topology and searches its rings; the hosts' summaries are
 // exchanged, every rank builds the same plan from them, and the plans' hashes are compared.
 
@@ -10,15 +10,13 @@
 #include "core/log.h"
 #include "core/params.h"
 #include "team/rank_list.h"
-#include "team/team.h"
+#include "team/creation.h"
 #include "topo/bandwidth.h"
 #include "topo/graph_xml.h"
 #include "topo/host.h"
 
 namespace cohort {
 namespace {
-
-bool is_leader(const NodeLayout &layout, int rank) { return layout.local_rank[rank] == 0; }
 
 Status p2p_level(topo::PathType *out) {
   int choice = 0;
@@ -63,38 +61,27 @@ Status local_work(const char *what, Work &&work) {
 
 }  // namespace
 
-Status TeamImpl::step_topology() {
-  if (!exchange_.request) {
-    Status s = local_phase_status(Phase::kTopology);
-    if (!is_error(s) && is_leader(layout_, rank_)) {
-      s = local_work("topology", [&] { return load_topology(); });
-    }
-    return post_exchange(*oob_, Phase::kTopology, "topology", phase_channel(Phase::kTopology), s,
-                         nullptr, 0);
-  }
-  Status s = poll_exchange();
-  if (s != COHORT_SUCCESS) return s;
-  exchange_.request.reset();
-  end_phase(Phase::kTopology);
-  stage_ = Stage::kGraphs;
-  return COHORT_IN_PROGRESS;
+Status Creation::prepare_topology(std::vector<char> *) {
+  if (!parts_.info.is_host_leader(parts_.info.rank)) return COHORT_SUCCESS;
+  return local_work("topology", [&] { return load_topology(); });
 }
 
 // Leader: the host's model with every local rank's GPU in it (a detected model; a loaded
 // file stands for another machine, whose GPUs the ranks then play), and its paths.
-Status TeamImpl::load_topology() {
+Status Creation::load_topology() {
+  const TeamInfo &info = parts_.info;
   topo::HostTopology host;
   Status s = topo::host_topology(&host);
   if (is_error(s)) return s;
   auto topology = std::make_shared<topo::Topology>(*host.topology);
-  const int node = layout_.node_of_rank[rank_];
+  const int node = info.layout.node_of_rank[info.rank];
   bool added = false;
-  for (int r = 0; r < size_ && !host.from_file; ++r) {
-    if (layout_.node_of_rank[r] != node || peers_[r].cuda_device < 0) continue;
-    std::string bus = topo::normalize_bus_id(peers_[r].bus_id);
+  for (int r = 0; r < info.size && !host.from_file; ++r) {
+    if (info.layout.node_of_rank[r] != node || info.peers[r].cuda_device < 0) continue;
+    std::string bus = topo::normalize_bus_id(info.peers[r].bus_id);
     if (topology->find(topo::NodeType::kGpu, bus) >= 0) continue;
-    attach_missing_gpu(topology.get(), peers_[r]);
-    COHORT_LOG_WARN(TOPO, "%s: %s", config_.name.c_str(), topology->assumptions.back().c_str());
+    attach_missing_gpu(topology.get(), info.peers[r]);
+    COHORT_LOG_WARN(TOPO, "%s: %s", info.name.c_str(), topology->assumptions.back().c_str());
     added = true;
   }
   if (added) topo::canonicalize(topology.get());
@@ -106,47 +93,47 @@ Status TeamImpl::load_topology() {
   return COHORT_SUCCESS;
 }
 
-Status TeamImpl::step_graphs() {
-  if (!exchange_.request) {
-    local_max_ = *std::max_element(layout_.local_size.begin(), layout_.local_size.end());
-    std::vector<int32_t> words(topo::summary_words(local_max_), 0);
-    Status s = local_phase_status(Phase::kGraphs);
-    if (!is_error(s) && is_leader(layout_, rank_)) {
-      s = local_work("graph search", [&] { return host_graph(&words); });
-    }
-    return post_exchange(*oob_, Phase::kGraphs, "graphs", phase_channel(Phase::kGraphs), s,
-                         words.data(), words.size() * sizeof(int32_t));
-  }
-  Status s = poll_exchange();
-  if (s != COHORT_SUCCESS) return s;
+Status Creation::prepare_graphs(std::vector<char> *part) {
+  const TeamInfo &info = parts_.info;
+  local_max_ = *std::max_element(info.layout.local_size.begin(), info.layout.local_size.end());
+  std::vector<int32_t> words(topo::summary_words(local_max_), 0);
+  Status s = COHORT_SUCCESS;
+  if (info.is_host_leader(info.rank))
+    s = local_work("graph search", [&] { return host_graph(&words); });
+  part->assign(reinterpret_cast<const char *>(words.data()),
+               reinterpret_cast<const char *>(words.data() + words.size()));
+  return s;
+}
+
+Status Creation::finish_graphs() {
+  const TeamInfo &info = parts_.info;
   const size_t words = topo::summary_words(local_max_);
-  summaries_.assign(static_cast<size_t>(layout_.node_count) * words, 0);
-  for (int r = 0; r < size_; ++r) {
-    if (!is_leader(layout_, r)) continue;
-    std::memcpy(&summaries_[layout_.node_of_rank[r] * words], payload_of(r),
+  summaries_.assign(static_cast<size_t>(info.layout.node_count) * words, 0);
+  for (int r = 0; r < info.size; ++r) {
+    if (!info.is_host_leader(r)) continue;
+    std::memcpy(&summaries_[info.layout.node_of_rank[r] * words], part_of(r),
                 words * sizeof(int32_t));
   }
-  exchange_.request.reset();
-  end_phase(Phase::kGraphs);
-  stage_ = Stage::kAlign;
-  return COHORT_IN_PROGRESS;
+  return COHORT_SUCCESS;
 }
 
 // Leader: the local ranks and their GPUs, the host's rings, their summary.
-Status TeamImpl::host_graph(std::vector<int32_t> *words) {
-  const int node = layout_.node_of_rank[rank_];
+Status Creation::host_graph(std::vector<int32_t> *words) {
+  const TeamInfo &info = parts_.info;
+  const int node = info.layout.node_of_rank[info.rank];
   std::vector<int> file_gpus = topology_->of_type(topo::NodeType::kGpu);
   std::vector<topo::LocalRank> locals;
   std::vector<int> gpus;
-  for (int r = 0; r < size_; ++r) {
-    if (layout_.node_of_rank[r] != node) continue;
-    topo::LocalRank local{r, -1, peers_[r].numa_node};
-    if (peers_[r].cuda_device >= 0) {
-      local.gpu = topology_->find(topo::NodeType::kGpu, topo::normalize_bus_id(peers_[r].bus_id));
+  for (int r = 0; r < info.size; ++r) {
+    if (info.layout.node_of_rank[r] != node) continue;
+    const PeerRecord &peer = info.peers[r];
+    topo::LocalRank local{r, -1, peer.numa_node};
+    if (peer.cuda_device >= 0) {
+      local.gpu = topology_->find(topo::NodeType::kGpu, topo::normalize_bus_id(peer.bus_id));
     }
     if (local.gpu < 0 && topology_from_file_ && !file_gpus.empty()) {
       // Reproducing another machine from its file: local rank i plays its i-th GPU.
-      local.gpu = file_gpus[layout_.local_rank[r] % file_gpus.size()];
+      local.gpu = file_gpus[info.layout.local_rank[r] % file_gpus.size()];
     }
     if (local.gpu >= 0 && std::find(gpus.begin(), gpus.end(), local.gpu) == gpus.end()) {
       gpus.push_back(local.gpu);
@@ -162,10 +149,10 @@ Status TeamImpl::host_graph(std::vector<int32_t> *words) {
   return COHORT_SUCCESS;
 }
 
-Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *graph) {
+Status Creation::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *graph) {
   if (gpus.empty()) {
     COHORT_LOG_INFO(GRAPH, "%s: no rank of this host uses a GPU: rings follow ranks by NUMA node",
-                    config_.name.c_str());
+                    parts_.info.name.c_str());
     *graph = topo::NodeGraph{};
     return COHORT_SUCCESS;
   }
@@ -180,7 +167,7 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
     if (is_error(s)) return s;
   } else {
     topo::SearchOptions options;
-    options.cross_node = layout_.node_count > 1;
+    options.cross_node = parts_.info.layout.node_count > 1;
     options.budget = budget;
     *graph = topo::search_rings(*topology_, *paths_, gpus, options);
   }
@@ -188,12 +175,12 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
     COHORT_LOG_WARN(GRAPH,
                     "%s: ring search found nothing within %ld steps: using GPUs in bus "
                     "order (COHORT_SEARCH_BUDGET raises the budget)",
-                    config_.name.c_str(), graph->steps);
+                    parts_.info.name.c_str(), graph->steps);
   }
   COHORT_LOG_INFO(GRAPH,
                   "%s: host graph (%s): %zu GPUs, %zu channels x %.1f GB/s, %s within "
                   "the host, %s to the network, %ld search steps",
-                  config_.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
+                  parts_.info.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
                   graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),
                   topo::path_type_name(graph->net_type), graph->steps);
   if (!dump.empty() &&
@@ -203,44 +190,39 @@ Status TeamImpl::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
   return COHORT_SUCCESS;
 }
 
-Status TeamImpl::step_align() {
-  if (!exchange_.request) {
-    Status s = local_phase_status(Phase::kAlign);
-    if (!is_error(s)) s = local_work("plan", [&] { return build_plan(); });
-    uint64_t hash = plan_.hash;
-    if (config_.inject.active && config_.inject.skew && config_.inject.rank == rank_) hash ^= 1;
-    return post_exchange(*oob_, Phase::kAlign, "align", phase_channel(Phase::kAlign), s, &hash,
-                         sizeof(hash));
-  }
-  Status s = poll_exchange();
-  if (s != COHORT_SUCCESS) return s;
-  s = compare_plan_hashes();
-  exchange_.request.reset();
-  if (is_error(s)) return finish_failed(s);
-  end_phase(Phase::kAlign);
-  stage_ = Stage::kConnect;
-  return COHORT_IN_PROGRESS;
+Status Creation::prepare_align(std::vector<char> *part) {
+  const TeamInfo &info = parts_.info;
+  Status s = local_work("plan", [&] { return build_plan(); });
+  uint64_t hash = info.plan.hash;
+  const InjectedFailure &inject = parts_.config.inject;
+  if (inject.active && inject.skew && inject.rank == info.rank) hash ^= 1;
+  part->assign(reinterpret_cast<const char *>(&hash), reinterpret_cast<const char *>(&hash + 1));
+  return s;
 }
 
-Status TeamImpl::build_plan() {
+Status Creation::finish_align() { return compare_plan_hashes(); }
+
+Status Creation::build_plan() {
+  TeamInfo &info = parts_.info;
   const size_t words = topo::summary_words(local_max_);
-  std::vector<topo::NodeSummary> nodes(layout_.node_count);
-  for (int n = 0; n < layout_.node_count; ++n) {
-    Status s = topo::unpack_summary(&summaries_[n * words], local_max_, size_, &nodes[n]);
+  std::vector<topo::NodeSummary> nodes(info.layout.node_count);
+  for (int n = 0; n < info.layout.node_count; ++n) {
+    Status s = topo::unpack_summary(&summaries_[n * words], local_max_, info.size, &nodes[n]);
     if (is_error(s)) return failf(s, "graph summary of host %d: %s", n, last_error().c_str());
   }
   summaries_.clear();
-  return topo::align_plan(nodes, size_, &plan_);
+  return topo::align_plan(nodes, info.size, &info.plan);
 }
 
 // Every rank sees every hash, so every rank names the same ranks.
-Status TeamImpl::compare_plan_hashes() {
+Status Creation::compare_plan_hashes() {
+  const TeamInfo &info = parts_.info;
   uint64_t reference = 0;
-  std::memcpy(&reference, payload_of(0), sizeof(reference));
+  std::memcpy(&reference, part_of(0), sizeof(reference));
   std::vector<int> differ;
-  for (int r = 1; r < size_; ++r) {
+  for (int r = 1; r < info.size; ++r) {
     uint64_t hash = 0;
-    std::memcpy(&hash, payload_of(r), sizeof(hash));
+    std::memcpy(&hash, part_of(r), sizeof(hash));
     if (hash != reference) differ.push_back(r);
   }
   if (differ.empty()) return COHORT_SUCCESS;
@@ -248,8 +230,8 @@ Status TeamImpl::compare_plan_hashes() {
                "team creation failed in phase align: %zu of %d ranks built a plan different from "
                "rank 0's (hash %016llx): ranks %s; the first is %s. The ranks disagree on the "
                "rings and trees: do they run the same Cohort build?",
-               differ.size(), size_, static_cast<unsigned long long>(reference),
-               format_rank_list(differ).c_str(), describe(differ[0]).c_str());
+               differ.size(), info.size, static_cast<unsigned long long>(reference),
+               format_rank_list(differ).c_str(), info.describe(differ[0]).c_str());
 }
 
 }  // namespace cohort

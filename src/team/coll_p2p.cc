@@ -3,32 +3,40 @@
 // order with receives from self and become local copies.
 #include <string>
 
+#include "coll/dtype.h"
 #include "coll/p2p.h"
 #include "coll/steps.h"
-#include "team/team.h"
-#include "coll/dtype.h"
+#include "core/cuda_driver.h"
+#include "team/coll_front.h"
 
 namespace cohort {
 
-Status TeamImpl::check_p2p(const P2POp &op) const {
+Status CollFront::check_p2p(const P2POp &op) const {
   const char *what = op.send ? "cohort_send" : "cohort_recv";
   Status s = usable_for(what);
   if (is_error(s)) return s;
   if (is_error(coll::check_dtype(op.dtype))) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s", what, last_error().c_str());
   }
-  if (op.peer < 0 || op.peer >= size_) {
+  if (op.peer < 0 || op.peer >= info_.size) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: peer=%d is outside the team (size %d)", what, op.peer,
-                 size_);
+                 info_.size);
   }
+  if (s = check_count(what, op.count, coll::dtype_size(op.dtype), 1); is_error(s)) return s;
   if (op.count > 0 && op.buf == nullptr) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: buffer is NULL with count %zu", what, op.count);
   }
-  return check_host_memory(what, "buffer", op.buf);
+  if (op.buf != nullptr && !host_accessible(memory_kind_detector().kind_of(op.buf))) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s: the buffer is GPU device memory; send/recv on device buffers is not built "
+                 "yet: pass host (or managed) memory",
+                 what);
+  }
+  return COHORT_SUCCESS;
 }
 
 // The operations were checked one by one (check_p2p) when they were called.
-Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out) {
+Status CollFront::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out) {
   Status s = usable_for("send/recv group");
   if (is_error(s)) return s;
   auto request = std::make_shared<CollRequest>();
@@ -42,7 +50,7 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
     request->buffers.user.push_back(op.buf);
     coll::Span span{coll::Buffer::kUser, 0, n, user};
     bytes += n;
-    if (op.peer != rank_) {
+    if (op.peer != info_.rank) {
       op.send ? coll::send(&actions, op.peer, span) : coll::recv(&actions, op.peer, span);
     } else if (op.send) {
       self_sends.push_back(static_cast<int>(user));
@@ -50,7 +58,7 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
       return failf(COHORT_ERR_INVALID_USAGE,
                    "send/recv group on team '%s': a receive from self (rank %d) comes before "
                    "its send to self; post the send first",
-                   config_.name.c_str(), rank_);
+                   info_.name.c_str(), info_.rank);
     } else {
       const coll::Span from{coll::Buffer::kUser, 0, n,
                             static_cast<uint32_t>(self_sends[self_recvs++])};
@@ -59,7 +67,7 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
         return failf(COHORT_ERR_INVALID_ARG,
                      "send/recv group on team '%s': a send to self of %zu bytes is received as "
                      "%zu bytes",
-                     config_.name.c_str(), sent, n);
+                     info_.name.c_str(), sent, n);
       }
       coll::copy(&actions, span, from);
     }
@@ -67,17 +75,20 @@ Status TeamImpl::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollReq
   if (self_recvs != self_sends.size()) {
     return failf(COHORT_ERR_INVALID_USAGE,
                  "send/recv group on team '%s': %zu sends to self but %zu receives from self",
-                 config_.name.c_str(), self_sends.size(), self_recvs);
+                 info_.name.c_str(), self_sends.size(), self_recvs);
   }
   coll::CollArgs args;
   args.collective = coll::Collective::kBarrier;  // not a collective: only the actions matter
   args.count = bytes;
-  args.rank = rank_;
-  args.size = size_;
+  args.rank = info_.rank;
+  args.size = info_.size;
   args.elem_size = 1;
   request->algorithm = coll::make_p2p_group(args, std::move(actions));
   request->dtype = COHORT_UINT8;
-  queue_.push_back(request);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(request);
+  }
   *out = std::move(request);
   return COHORT_SUCCESS;
 }

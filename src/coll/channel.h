@@ -1,11 +1,14 @@
-// A one-way byte stream between two ranks, as a transport provides it to the executor: the
-// sender writes into space the channel lends it, the receiver reads (or reduces) straight out
-// of what has arrived.  Shared-memory mailboxes implement it within a host; UCX will between
-// hosts.
+// A one-way byte stream between two ranks, as a transport provides it to an execution (see
+// execution.h): the sender writes into space the channel lends it, the receiver reads (or
+// reduces) straight out of what has arrived.  Shared-memory mailboxes implement it within a
+// host (tl_host), UCX tag messages between hosts (tl_ucx).
 //
 // Contract: one writer and one reader per channel; bytes arrive in order; the executor pads
 // every message to a multiple of kChannelAlign bytes, so every message starts aligned and no
-// element (at most 8 bytes) is ever split by the end of a lent region.
+// element (at most 8 bytes) is ever split by the end of a lent region.  A channel that broke
+// (its peer unreachable, a transfer failed) says so through failure(): an execution asks when
+// a transfer cannot move, so a broken peer ends the collective with the transport's reason at
+// once instead of a timeout.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +16,7 @@
 
 #include "core/status.h"
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 
 constexpr size_t kChannelAlign = 8;
 
@@ -32,6 +35,10 @@ class SendChannel {
   virtual uint64_t acks() const { return 0; }
   // Counts a reference just sent; returns the acks() value at which it has been read.
   virtual uint64_t note_reference() { return 0; }
+
+  // COHORT_SUCCESS while the channel works; once broken, its failure (the detail names the
+  // transport, the peer and the reason).
+  virtual Status failure() const { return COHORT_SUCCESS; }
 };
 
 class RecvChannel {
@@ -50,6 +57,9 @@ class RecvChannel {
     return fail(COHORT_ERR_INTERNAL, "this channel reads no references");
   }
   virtual void ack() {}
+
+  // As SendChannel::failure().
+  virtual Status failure() const { return COHORT_SUCCESS; }
 };
 
 // What a reference message carries (its wire size is a multiple of kChannelAlign).
@@ -58,4 +68,4 @@ struct Reference {
   uint64_t bytes;
 };
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll

@@ -1,5 +1,5 @@
-// A launch-and-verify check of one GPU: proves the build's kernels run on the device
-// (right architecture, working driver) before a job relies on them.  Host-callable.
+// A launch-and-verify check of one GPU: proves the build's kernels run on the device (right
+// architecture, working driver) before a job relies on them.  Built with CUDA only.
 #pragma once
 
 #include <string>
@@ -15,7 +15,8 @@ struct DeviceCheckResult {
   double kernel_ms = 0;  // time of the verify kernel over `elements` values
 };
 
-// Runs an iota-and-sum kernel on `device` over `elements` values and checks every value.
+// Runs the iota kernel (kernels/verify.h) on `device` over `elements` values and checks every
+// value.
 Status device_self_check(int device, size_t elements, DeviceCheckResult *out);
 
 }  // namespace cohort

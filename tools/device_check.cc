@@ -1,18 +1,16 @@
-#include "kernels/device_check.h"
+#include "device_check.h"
 
-#include <cuda_runtime.h>
+#include "core/build_info.h"
+
+#if COHORT_HAVE_CUDA
+#include <cuda_runtime_api.h>
 
 #include <vector>
 
+#include "kernels/verify.h"
+
 namespace cohort {
 namespace {
-
-__global__ void iota_scaled(unsigned *out, size_t n, unsigned scale) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    out[i] = static_cast<unsigned>(i) * scale + 1u;
-  }
-}
 
 Status cuda_fail(const char *call, cudaError_t err) {
   return failf(COHORT_ERR_CUDA, "%s: %s (%s)", call, cudaGetErrorName(err),
@@ -28,18 +26,18 @@ Status device_self_check(int device, size_t elements, DeviceCheckResult *out) {
   if ((err = cudaGetDeviceProperties(&prop, device)) != cudaSuccess) {
     return cuda_fail("cudaGetDeviceProperties", err);
   }
-  unsigned *buf = nullptr;
-  if ((err = cudaMalloc(&buf, elements * sizeof(unsigned))) != cudaSuccess) {
+  void *memory = nullptr;
+  if ((err = cudaMalloc(&memory, elements * sizeof(unsigned))) != cudaSuccess) {
     return cuda_fail("cudaMalloc", err);
   }
+  auto *buf = static_cast<unsigned *>(memory);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   const unsigned scale = 3;
   cudaEventRecord(start);
-  iota_scaled<<<256, 256>>>(buf, elements, scale);
+  err = kernels::launch_iota_scaled(buf, elements, scale, nullptr);
   cudaEventRecord(stop);
-  err = cudaGetLastError();
   std::vector<unsigned> host(elements);
   if (err == cudaSuccess) {
     err = cudaMemcpy(host.data(), buf, elements * sizeof(unsigned), cudaMemcpyDeviceToHost);
@@ -66,3 +64,4 @@ Status device_self_check(int device, size_t elements, DeviceCheckResult *out) {
 }
 
 }  // namespace cohort
+#endif  // COHORT_HAVE_CUDA

@@ -1,0 +1,110 @@
+// A collective call's checks, all before any traffic and alike on every rank that passes the
+// same arguments: types and ops, the root, sizes that fit an address space, buffers, memory
+// kinds.  Nothing is written on a refused call.
+#include "coll/dtype.h"
+#include "core/cuda_driver.h"
+#include "team/coll_front.h"
+
+namespace cohort {
+namespace {
+
+// No process can hold a buffer this large (2^56 bytes: the user address space of 5-level
+// paging), so a count that needs one is a wrong count, refused before it is used.
+constexpr size_t kMaxBufferBytes = size_t{1} << 56;
+
+bool reduces(coll::Collective c) {
+  return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
+         c == coll::Collective::kReduceScatter;
+}
+
+bool rooted(coll::Collective c) {
+  return c == coll::Collective::kReduce || c == coll::Collective::kBroadcast;
+}
+
+// Collectives whose larger buffer holds a block per rank.
+bool blocked(coll::Collective c) {
+  return c == coll::Collective::kAllgather || c == coll::Collective::kReduceScatter ||
+         c == coll::Collective::kAlltoall;
+}
+
+// The most host-like kind that still describes both buffers (device beats managed beats
+// pinned beats pageable); mixing device memory with any other is refused.
+Status call_memory(const char *what, const void *src, const void *dst, cohort_memory_kind_t *out) {
+  MemoryKindDetector &detector = memory_kind_detector();
+  const cohort_memory_kind_t s = src ? detector.kind_of(src) : COHORT_MEMORY_HOST;
+  const cohort_memory_kind_t d = dst == src ? s : dst ? detector.kind_of(dst) : COHORT_MEMORY_HOST;
+  if (src && dst && (s == COHORT_MEMORY_CUDA_DEVICE) != (d == COHORT_MEMORY_CUDA_DEVICE)) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s: sendbuf is %s memory and recvbuf %s: pass both on the device or both in "
+                 "host memory",
+                 what, cohort_memory_kind_name(s), cohort_memory_kind_name(d));
+  }
+  *out = std::max(s, d);
+  return COHORT_SUCCESS;
+}
+
+// NCCL's in-place conventions: the same buffer, or for allgather / reduce-scatter the rank's
+// block of the larger one.
+bool in_place(const CollCall &c, int rank, size_t elem) {
+  const char *s = static_cast<const char *>(c.src);
+  const char *d = static_cast<const char *>(c.dst);
+  if (s == nullptr || d == nullptr) return false;
+  const size_t block = static_cast<size_t>(rank) * c.count * elem;
+  switch (c.collective) {
+    case coll::Collective::kAllgather: return s == d + block;
+    case coll::Collective::kReduceScatter: return d == s + block;
+    default: return s == d;
+  }
+}
+
+}  // namespace
+
+// `count` elements of `elem` bytes, `blocks` times: a size that wraps size_t, or that no
+// buffer can have, is a wrong count.
+Status check_count(const char *what, size_t count, size_t elem, size_t blocks) {
+  size_t bytes = 0, total = 0;
+  const bool wraps =
+      __builtin_mul_overflow(count, elem, &bytes) || __builtin_mul_overflow(bytes, blocks, &total);
+  if (!wraps && total < kMaxBufferBytes) return COHORT_SUCCESS;
+  std::string times = blocks > 1 ? strprintf(" x %zu ranks", blocks) : "";
+  return failf(COHORT_ERR_INVALID_ARG, "%s: count=%zu is not a buffer size: %zu x %zu bytes%s %s",
+               what, count, count, elem, times.c_str(),
+               wraps ? "wraps size_t" : "is more than any process can hold (2^56 bytes)");
+}
+
+Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
+  const char *name = coll::collective_name(c.collective);
+  Status s =
+      reduces(c.collective) ? coll::check_reduction(c.dtype, c.op) : coll::check_dtype(c.dtype);
+  if (is_error(s)) return failf(s, "%s: %s", name, last_error().c_str());
+  if (rooted(c.collective) && (c.root < 0 || c.root >= info_.size)) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: root=%d is outside the team (size %d)", name, c.root,
+                 info_.size);
+  }
+  const size_t elem = coll::dtype_size(c.dtype);
+  s = check_count(name, c.count, elem, blocked(c.collective) ? info_.size : 1);
+  if (is_error(s)) return s;
+  args->collective = c.collective;
+  args->count = c.count;
+  args->op = reduces(c.collective) ? c.op : COHORT_SUM;
+  args->root = c.root;
+  args->rank = info_.rank;
+  args->size = info_.size;
+  args->elem_size = elem;
+  args->ring = &info_.plan.rings[0];
+  args->ring_position = info_.plan.ring_position[0][info_.rank];
+  args->rings = &info_.plan.rings;
+  args->ring_positions = &info_.plan.ring_position;
+  args->node_of_rank = &info_.layout.node_of_rank;
+  if (c.collective == coll::Collective::kBarrier || c.count == 0) return COHORT_SUCCESS;
+  const bool needs_src = c.collective != coll::Collective::kBroadcast || c.root == info_.rank;
+  const bool needs_dst = c.collective != coll::Collective::kReduce || c.root == info_.rank;
+  if ((needs_src && c.src == nullptr) || (needs_dst && c.dst == nullptr)) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", name,
+                 needs_src && c.src == nullptr ? "sendbuf" : "recvbuf", c.count);
+  }
+  args->in_place = in_place(c, info_.rank, elem);
+  return call_memory(name, needs_src ? c.src : nullptr, needs_dst ? c.dst : nullptr, &args->memory);
+}
+
+}  // namespace cohort

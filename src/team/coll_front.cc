@@ -1,0 +1,246 @@
+// Host collectives on a team: prepare (check, select, queue), then polls of the queue, each
+// under the transports' locks, until the request is done, or fails naming the ranks it waits
+// for, the transport that broke, or the peer that aborted.
+#include "team/coll_front.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "coll/dtype.h"
+#include "coll/multi_channel.h"
+#include "core/clock.h"
+#include "core/params.h"
+#include "team/rank_list.h"
+#include "tl_host/executor.h"
+
+namespace cohort {
+
+Status CollFront::configure() {
+  Status s = param_string("COLL_ALGO", &selection_text_);
+  if (!is_error(s)) s = coll::Selection::parse(selection_text_, &selection_);
+  if (!is_error(s)) s = param_double("COLL_TIMEOUT", &timeout_s_);
+  if (is_error(s)) return s;
+  // A message from a peer of this host takes well under a microsecond: poll that long before
+  // yielding, unless ranks share cores (then spinning only delays the peer that must run).
+  cpu_set_t cpus;
+  int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  const int local_size = info_.layout.local_size[info_.rank];
+  spins_ = local_size <= std::max(cores, online > 0 ? online : 1) ? 64 : 0;
+  return COHORT_SUCCESS;
+}
+
+std::string CollFront::settings() const { return "COHORT_COLL_ALGO='" + selection_text_ + "'"; }
+
+Status CollFront::run(const CollCall &call) {
+  // A blocking call reuses the last one's request (and the memory its execution grew) when
+  // nothing else holds it.
+  if (!spare_ || spare_.use_count() > 1) spare_ = std::make_shared<CollRequest>();
+  Status s = prepare(call, spare_);
+  return is_error(s) ? s : wait(spare_);
+}
+
+Status CollFront::post(const CollCall &call, std::shared_ptr<CollRequest> *out) {
+  auto request = std::make_shared<CollRequest>();
+  Status s = prepare(call, request);
+  if (is_error(s)) return s;
+  *out = std::move(request);
+  return COHORT_SUCCESS;
+}
+
+// No earlier collective failed (its channels would hold part of that exchange) and no rank
+// aborted the team.
+Status CollFront::usable_for(const char *what) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stop_reason_.empty()) return COHORT_SUCCESS;
+  if (stop_status_ == COHORT_ERR_ABORTED) {
+    return failf(COHORT_ERR_ABORTED, "%s: team '%s' was aborted: %s", what, info_.name.c_str(),
+                 stop_reason_.c_str());
+  }
+  return failf(COHORT_ERR_INVALID_USAGE,
+               "%s: team '%s' cannot run collectives after an earlier one failed (its channels "
+               "hold an unfinished exchange): %s. Destroy the team",
+               what, info_.name.c_str(), stop_reason_.c_str());
+}
+
+// Checks the call and queues `request` for it (or completes it at once when there is nothing
+// to move: every rank passed count 0, so none waits for another).
+Status CollFront::prepare(const CollCall &call, const std::shared_ptr<CollRequest> &request) {
+  const char *name = coll::collective_name(call.collective);
+  Status s = usable_for(name);
+  if (is_error(s)) return s;
+  coll::CollArgs args;
+  if (s = check(call, &args); is_error(s)) return s;
+  CollRequest &r = *request;
+  r.reset(name);
+  if (call.count == 0 && call.collective != coll::Collective::kBarrier) {
+    r.status = COHORT_SUCCESS;
+    return COHORT_SUCCESS;
+  }
+  const coll::SelectRule *rule =
+      selection_.choose(call.collective, args.memory, args.count * args.elem_size, info_.size,
+                        info_.layout.node_count);
+  if (rule == nullptr) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s on %s memory: no algorithm in the selection table takes it (collectives on "
+                 "GPU device memory are not built yet; cohort_info --algorithms prints the table)",
+                 name, cohort_memory_kind_name(args.memory));
+  }
+  r.algorithm = coll::make_multi_channel(*rule->algorithm, args, rule->channels);
+  r.buffers.src = call.src;
+  r.buffers.dst = call.dst;
+  r.buffers.scratch = nullptr;
+  r.buffers.user.clear();
+  r.dtype = call.dtype;
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_.push_back(request);
+  return COHORT_SUCCESS;
+}
+
+Status CollFront::test(const std::shared_ptr<CollRequest> &request) {
+  if (request->status == COHORT_IN_PROGRESS) progress_requests();
+  if (is_error(request->status)) return fail(request->status, request->error);
+  return request->status;
+}
+
+Status CollFront::wait(const std::shared_ptr<CollRequest> &request) {
+  Backoff backoff(spins_);
+  for (;;) {
+    Status s = test(request);
+    if (s != COHORT_IN_PROGRESS) return s;
+    if (request->moved) backoff.reset();
+    backoff.pause();
+  }
+}
+
+// Polls the head of the queue once, and starts the next as each finishes.
+void CollFront::progress_requests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopped_) return;  // stop() ended every request; the transports may be gone
+  TransportSet::Lock serial(transports_);
+  while (!queue_.empty()) {
+    CollRequest &head = *queue_.front();
+    advance(head);
+    if (head.status == COHORT_IN_PROGRESS) return;
+    queue_.pop_front();
+    if (is_error(head.status)) fail_queued(head);
+  }
+}
+
+void CollFront::start(CollRequest &r) {
+  r.started = true;
+  r.scratch.resize(r.algorithm->scratch_count() * coll::dtype_size(r.dtype));
+  r.buffers.scratch = r.scratch.data();
+  if (!r.execution) r.execution = std::make_unique<tl_host::HostExecution>(transports_.peers());
+  r.execution->start(*r.algorithm, r.buffers, r.dtype);
+}
+
+void CollFront::advance(CollRequest &r) {
+  if (!r.started) {
+    start(r);
+    if (take_notice(r)) return;  // a peer aborted (or failed) before this call
+  }
+  // UCX moves bytes only inside progress: a rendezvous send already handed over waits on
+  // this rank's worker even while the schedule waits on a peer of this host.
+  transports_.progress();
+  Status s = r.draining ? COHORT_SUCCESS : r.execution->progress();
+  r.moved = !r.draining && r.execution->moved();
+  if (s == COHORT_SUCCESS) {
+    // A collective's sends complete before it does: a rendezvous send needs this rank's
+    // worker to answer the receiver, and this rank may not call Cohort again for long.
+    r.draining = true;
+    if (transports_.busy_sends().empty()) {
+      r.status = COHORT_SUCCESS;
+      return;
+    }
+  } else if (is_error(s)) {
+    std::string why = last_error();
+    if (take_notice(r)) return;  // a peer that aborted closes its connections: say so instead
+    r.status = s;
+    r.error = strprintf("%s on team '%s' failed: %s", r.what, info_.name.c_str(), why.c_str());
+    return;
+  }
+  if (r.moved) {
+    r.idle_polls = 0;
+    r.idle_since_ns = 0;
+    return;
+  }
+  idle(r);
+}
+
+// Nothing moved: now and then, ask for notices and check the timeout.
+void CollFront::idle(CollRequest &r) {
+  if (++r.idle_polls % kIdlePollsPerClockRead != 0 || take_notice(r)) return;
+  const int64_t now = now_ns();
+  if (r.idle_since_ns == 0) r.idle_since_ns = now;
+  if (now - r.idle_since_ns > static_cast<int64_t>(timeout_s_ * 1e9)) {
+    r.status = coll_timeout(r);
+    r.error = last_error();
+  }
+}
+
+// A peer's notice (it aborted the team, or a collective failed there) ends this request.  It
+// is passed on once to every peer this rank reaches: its sender may not reach them all (the
+// endpoint that broke, or a peer only this host reaches).
+bool CollFront::take_notice(CollRequest &r) {
+  tl::Notice notice;
+  if (!transports_.poll_notice(&notice)) return false;
+  transports_.announce(notice);
+  const bool aborted = notice.status == COHORT_ERR_ABORTED;
+  r.status = notice.status < 0 ? static_cast<Status>(notice.status) : COHORT_ERR_INTERNAL;
+  r.error = strprintf("%s on team '%s' ended: %s %s: %s", r.what, info_.name.c_str(),
+                      info_.describe(notice.rank).c_str(), aborted ? "aborted the team" : "failed",
+                      notice.text().c_str());
+  r.told = true;
+  return true;
+}
+
+Status CollFront::coll_timeout(const CollRequest &r) const {
+  const coll::CollArgs &args = r.algorithm->args();
+  std::vector<int> ranks = r.draining ? transports_.busy_sends() : r.execution->waiting_on();
+  std::string at = r.draining ? "its sends after the last step" : r.execution->waiting();
+  return failf(COHORT_ERR_TIMEOUT,
+               "%s of %zu elements on team '%s' made no progress for %.3g s at %s: waiting for "
+               "rank(s) %s (%s). Did every rank make this call, in the same order?",
+               r.what, args.count, info_.name.c_str(), timeout_s_, at.c_str(),
+               format_rank_list(ranks).c_str(),
+               ranks.empty() ? "none" : info_.describe(ranks[0]).c_str());
+}
+
+// The channels now hold part of the failed exchange: what is queued behind it cannot run, and
+// the team runs no more.  A failure found here is told to every peer, so that those waiting
+// on this rank end at once instead of at their timeout.
+void CollFront::fail_queued(const CollRequest &failed) {
+  if (!failed.told) transports_.announce(tl::Notice::make(info_.rank, failed.status, failed.error));
+  stop_status_ =
+      failed.status == COHORT_ERR_ABORTED ? COHORT_ERR_ABORTED : COHORT_ERR_INVALID_USAGE;
+  stop_reason_ = failed.error;
+  for (const std::shared_ptr<CollRequest> &r : queue_) {
+    r->status = stop_status_;
+    r->error = strprintf("not run: an earlier collective on team '%s' failed: %s",
+                         info_.name.c_str(), failed.error.c_str());
+  }
+  queue_.clear();
+}
+
+void CollFront::stop(Status status, const std::string &why, bool announce) {
+  if (announce) {
+    TransportSet::Lock serial(transports_);
+    transports_.announce(tl::Notice::make(info_.rank, status, why));
+  }
+  stopped_ = true;
+  std::lock_guard<std::mutex> lock(mutex_);  // no poll runs from here on
+  if (stop_reason_.empty()) {
+    stop_status_ = status;
+    stop_reason_ = why;
+  }
+  for (const std::shared_ptr<CollRequest> &r : queue_) {
+    r->status = status;
+    r->error = strprintf("%s on team '%s' ended: %s", r->what, info_.name.c_str(), why.c_str());
+  }
+  queue_.clear();
+}
+
+}  // namespace cohort

@@ -1,0 +1,88 @@
+// The collective front end of a team: checks each call, picks its algorithm from the
+// selection table (by collective, memory kind, size, team shape), queues it, and runs the
+// queue over the team's transports; a collective that stalls, breaks or learns that a peer
+// aborted ends with a named error, and the team then runs no more.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "coll/select.h"
+#include "team/coll_request.h"
+#include "team/team_info.h"
+#include "team/transport_set.h"
+
+namespace cohort {
+
+// One collective call as cohort.h takes it.
+struct CollCall {
+  coll::Collective collective = coll::Collective::kBarrier;
+  const void *src = nullptr;
+  void *dst = nullptr;
+  size_t count = 0;
+  cohort_dtype_t dtype = COHORT_INT8;
+  cohort_op_t op = COHORT_SUM;
+  int root = 0;
+};
+
+// COHORT_ERR_INVALID_ARG naming `count` (in `what`) when `count` elements of `elem` bytes,
+// `blocks` times over, wrap size_t or exceed any address space (coll_checks.cc).
+Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
+
+class CollFront {
+ public:
+  CollFront(const TeamInfo &info, TransportSet &transports)
+      : info_(info), transports_(transports) {}
+
+  // Connect phase: COHORT_COLL_ALGO, COHORT_COLL_TIMEOUT and how long to poll before yielding.
+  Status configure();
+  // The settings every rank must share ("COHORT_COLL_ALGO='...'"), for the team's hash.
+  std::string settings() const;
+  const coll::Selection &selection() const { return selection_; }
+
+  // Blocking, or posted (it runs after the team's earlier requests as test/wait progress it).
+  Status run(const CollCall &call);
+  Status post(const CollCall &call, std::shared_ptr<CollRequest> *out);
+  // Send/recv groups (coll_p2p.cc): each operation is checked when called; a group's checked
+  // operations are posted as one request.
+  Status check_p2p(const P2POp &op) const;
+  Status post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out);
+  // COHORT_SUCCESS, COHORT_IN_PROGRESS or the request's failure (progresses the queue).
+  Status test(const std::shared_ptr<CollRequest> &request);
+  Status wait(const std::shared_ptr<CollRequest> &request);
+
+  // Ends every queued request with `status` and refuses later calls; with `announce`, tells
+  // every peer first (this rank aborted the team).  Returns once no poll runs any more.
+  void stop(Status status, const std::string &why, bool announce);
+
+ private:
+  Status usable_for(const char *what) const;
+  Status check(const CollCall &call, coll::CollArgs *args) const;  // coll_checks.cc
+  Status prepare(const CollCall &call, const std::shared_ptr<CollRequest> &request);
+  void progress_requests();
+  void advance(CollRequest &r);
+  void start(CollRequest &r);
+  void idle(CollRequest &r);
+  bool take_notice(CollRequest &r);
+  Status coll_timeout(const CollRequest &r) const;
+  void fail_queued(const CollRequest &failed);
+
+  const TeamInfo &info_;
+  TransportSet &transports_;
+  coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults
+  std::string selection_text_;
+  double timeout_s_ = 600;    // COHORT_COLL_TIMEOUT
+  unsigned spins_ = 0;        // polls before yielding: only with a core per local rank
+  mutable std::mutex mutex_;  // one poll of the queue at a time; stop() waits for it
+  std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first
+  std::shared_ptr<CollRequest> spare_;              // blocking calls' request, reused
+  std::atomic<bool> stopped_{false};
+  Status stop_status_ = COHORT_SUCCESS;  // why the team runs no more (under mutex_)
+  std::string stop_reason_;
+};
+
+}  // namespace cohort

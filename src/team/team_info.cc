@@ -1,0 +1,29 @@
+#include "team/team_info.h"
+
+namespace cohort {
+
+std::string TeamInfo::describe(int r) const {
+  if (r >= 0 && r < static_cast<int>(peers.size())) {
+    return describe_rank(peers[r].host_label, peers[r].pid, r);
+  }
+  if (r >= 0 && r < static_cast<int>(arrivals.size())) {
+    return describe_rank(arrivals[r].host_label, arrivals[r].pid, r);
+  }
+  return "rank " + std::to_string(r);
+}
+
+tl::TeamView TeamInfo::view() const {
+  tl::TeamView view;
+  view.name = name;
+  view.rank = rank;
+  view.size = size;
+  view.node_count = layout.node_count;
+  view.node_of_rank = layout.node_of_rank;
+  view.local_rank = layout.local_rank;
+  for (const PeerRecord &peer : peers) view.pid.push_back(peer.pid);
+  view.host_id = peers[rank].host_id;
+  view.describe = [this](int r) { return describe(r); };
+  return view;
+}
+
+}  // namespace cohort

@@ -1,0 +1,108 @@
+#include "team/transport_set.h"
+
+#include "tl/registry.h"
+
+namespace cohort {
+
+void TransportSet::create(tl::TeamView view) {
+  view_ = std::move(view);
+  transports_.clear();
+  offsets_.clear();
+  size_t offset = 0;
+  for (const tl::TransportInfo &info : tl::transport_table()) {
+    transports_.push_back(info.make());
+    offsets_.push_back(offset);
+    offset += transports_.back()->record_bytes(view_);
+  }
+}
+
+size_t TransportSet::record_bytes() const {
+  return transports_.empty() ? 0 : offsets_.back() + transports_.back()->record_bytes(view_);
+}
+
+Status TransportSet::post(char *record) {
+  for (size_t t = 0; t < transports_.size(); ++t) {
+    Status s = transports_[t]->post(view_, record + offsets_[t]);
+    if (is_error(s))
+      return failf(s, "transport %s: %s", transports_[t]->name(), last_error().c_str());
+  }
+  return COHORT_SUCCESS;
+}
+
+Status TransportSet::connect(const char *records, size_t stride, size_t offset) {
+  for (size_t t = 0; t < transports_.size(); ++t) {
+    Status s =
+        transports_[t]->connect(view_, tl::RecordTable{records, stride, offset + offsets_[t]});
+    if (is_error(s))
+      return failf(s, "transport %s: %s", transports_[t]->name(), last_error().c_str());
+  }
+  peers_.assign(view_.size, coll::PeerChannels{});
+  for (int r = 0; r < view_.size; ++r) {
+    for (size_t t = 0; t < transports_.size() && r != view_.rank && !peers_[r].to; ++t) {
+      peers_[r] = transports_[t]->channels(r);
+    }
+    if (r != view_.rank && (!peers_[r].to || !peers_[r].from)) {
+      return failf(COHORT_ERR_NOT_SUPPORTED, "no transport reaches %s from rank %d",
+                   view_.describe(r).c_str(), view_.rank);
+    }
+  }
+  return COHORT_SUCCESS;
+}
+
+std::string TransportSet::settings() const {
+  std::string text;
+  for (const auto &t : transports_) {
+    std::string mine = t->settings();
+    if (!mine.empty()) text += (text.empty() ? "" : " ") + mine;
+  }
+  return text;
+}
+
+std::vector<uint64_t> TransportSet::ready_words() const {
+  std::vector<uint64_t> words;
+  for (const auto &t : transports_) words.push_back(t->ready_word());
+  return words;
+}
+
+void TransportSet::ready(const std::vector<std::vector<uint64_t>> &words) {
+  std::vector<uint64_t> column(words.size());
+  for (size_t t = 0; t < transports_.size(); ++t) {
+    for (size_t r = 0; r < words.size(); ++r) column[r] = words[r][t];
+    transports_[t]->ready(view_, column);
+  }
+}
+
+TransportSet::Lock::Lock(const TransportSet &set) {
+  for (const auto &t : set.transports_) {
+    if (std::mutex *m = t->serial()) locks_.emplace_back(*m);
+  }
+}
+
+void TransportSet::progress() {
+  for (const auto &t : transports_) t->progress();
+}
+
+std::vector<int> TransportSet::busy_sends() const {
+  std::vector<int> ranks;
+  for (const auto &t : transports_) t->busy_sends(&ranks);
+  return ranks;
+}
+
+void TransportSet::announce(const tl::Notice &notice) {
+  for (const auto &t : transports_) t->announce(notice);
+}
+
+bool TransportSet::poll_notice(tl::Notice *out) {
+  for (const auto &t : transports_) {
+    if (t->poll_notice(out)) return true;
+  }
+  return false;
+}
+
+void TransportSet::release() {
+  peers_.clear();
+  transports_.clear();  // each takes its own lock as it closes
+  offsets_.clear();
+}
+
+}  // namespace cohort

@@ -1,0 +1,61 @@
+// The transports of one team (tl/registry.h gives the list; the team never names one): their
+// parts of the connect and ready records, the channel to each peer (through the first
+// transport that reaches it), and what running collectives need of them all: a lock, progress,
+// sends in flight, and team-wide notices.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "coll/execution.h"
+#include "tl/transport.h"
+
+namespace cohort {
+
+class TransportSet {
+ public:
+  // Instantiates the registered transports for `view` (kept: transports read it later).
+  void create(tl::TeamView view);
+  // Bytes of the transports' parts of a connect record (the same on every rank).
+  size_t record_bytes() const;
+  // This rank's parts, at `record`; the first failure is returned.
+  Status post(char *record);
+  // Every rank's record (`stride` bytes each, the transports' parts from `offset`): opens the
+  // channels; fails naming a peer that no transport reaches.
+  Status connect(const char *records, size_t stride, size_t offset);
+  // "COHORT_X=1 COHORT_Y=2": the settings every rank must share.
+  std::string settings() const;
+  // The ready phase: a word per transport from this rank; then every rank's
+  // (words[r][t]: rank r, transport t).
+  std::vector<uint64_t> ready_words() const;
+  void ready(const std::vector<std::vector<uint64_t>> &words);
+
+  // The channels to each team rank, for executions (stable until release()).
+  const std::vector<coll::PeerChannels> &peers() const { return peers_; }
+
+  // Held around every use of the channels: the transports' locks, in list order.
+  class Lock {
+   public:
+    explicit Lock(const TransportSet &set);
+
+   private:
+    std::vector<std::unique_lock<std::mutex>> locks_;
+  };
+  // Under a Lock:
+  void progress();
+  std::vector<int> busy_sends() const;
+  void announce(const tl::Notice &notice);
+  bool poll_notice(tl::Notice *out);
+
+  // Closes every channel and transport (the set is empty afterwards).
+  void release();
+
+ private:
+  tl::TeamView view_;
+  std::vector<std::unique_ptr<tl::Transport>> transports_;
+  std::vector<size_t> offsets_;  // of each transport's part in a record
+  std::vector<coll::PeerChannels> peers_;
+};
+
+}  // namespace cohort

@@ -1,0 +1,51 @@
+#include "tl/registry.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "tl_host/shm_transport.h"
+#include "tl_ucx/ucx_transport.h"
+
+namespace cohort::tl {
+namespace {
+
+const TransportInfo kBuiltIn[] = {
+    {"shm", "shared-memory mailboxes between the ranks of one host", tl_host::make_shm_transport},
+    {"ucx", "UCX tag messages between hosts", tl_ucx::make_ucx_transport},
+};
+
+struct Registered {
+  std::mutex mutex;
+  std::vector<TransportInfo> infos;
+};
+
+Registered &registered() {
+  static auto *r = new Registered();  // outlives static destructors
+  return *r;
+}
+
+}  // namespace
+
+std::vector<TransportInfo> transport_table() {
+  Registered &r = registered();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<TransportInfo> table = r.infos;
+  table.insert(table.end(), std::begin(kBuiltIn), std::end(kBuiltIn));
+  return table;
+}
+
+void register_transport(const TransportInfo &info) {
+  unregister_transport(info.name);
+  Registered &r = registered();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.infos.insert(r.infos.begin(), info);
+}
+
+void unregister_transport(const char *name) {
+  Registered &r = registered();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::erase_if(r.infos, [&](const TransportInfo &i) { return strcmp(i.name, name) == 0; });
+}
+
+}  // namespace cohort::tl

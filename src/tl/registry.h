@@ -1,0 +1,27 @@
+// The transports a team connects with, in order of preference: each peer is reached through
+// the first transport whose channels reach it.  Adding a transport is a folder of its own and
+// one line in registry.cc (tests add theirs with register_transport).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "tl/transport.h"
+
+namespace cohort::tl {
+
+struct TransportInfo {
+  const char *name;
+  const char *description;
+  std::unique_ptr<Transport> (*make)();
+};
+
+// The built-in transports after those tests registered (a copy: registration may change it).
+std::vector<TransportInfo> transport_table();
+
+// Puts `info` in front of the others for teams created from now on (tests; a later
+// registration of the same name replaces it).  unregister_transport removes it again.
+void register_transport(const TransportInfo &info);
+void unregister_transport(const char *name);
+
+}  // namespace cohort::tl

@@ -1,0 +1,243 @@
+// Connect phase, for teams that span hosts: every rank sends its worker's address and the id
+// its process gave the team for tags; after the exchange it makes an endpoint and a pair of
+// channels to each rank on another host (receives are posted, and staging memory taken, only
+// when a collective first uses a channel) and posts the receive of its notice tag.
+#include "tl_ucx/ucx_transport.h"
+
+#include <cstring>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "tl_ucx/channel.h"
+#include "tl_ucx/worker.h"
+
+namespace cohort::tl_ucx {
+namespace {
+
+// A worker address larger than this does not fit the record: every rank sends it to every
+// rank, so it is capped; a network-only address is far smaller on common fabrics.
+constexpr size_t kMaxUcxAddress = 2048;
+
+struct UcxRecord {
+  uint64_t team_id;  // the sender's process tags its receives for this team with it
+  uint32_t address_len;
+  uint32_t reserved;
+  char address[kMaxUcxAddress];
+};
+
+// Notices travel on the tag of a team id with this sender rank, which no rank has.
+constexpr int kNoticeSender = static_cast<int>(kTagRankMask);
+// How long an announcement waits for its sends (it is best effort).
+constexpr double kAnnounceSeconds = 1.0;
+
+class UcxTransport final : public tl::Transport {
+ public:
+  ~UcxTransport() override;
+  const char *name() const override { return "ucx"; }
+  size_t record_bytes(const tl::TeamView &team) const override {
+    return team.node_count > 1 ? sizeof(UcxRecord) : 0;
+  }
+  Status post(const tl::TeamView &team, void *record) override;
+  Status connect(const tl::TeamView &team, const tl::RecordTable &records) override;
+  coll::PeerChannels channels(int peer) override;
+  std::mutex *serial() override { return worker_ ? &worker_->mutex() : nullptr; }
+  void progress() override {
+    if (worker_) worker_->progress();
+  }
+  void busy_sends(std::vector<int> *ranks) const override;
+  void announce(const tl::Notice &notice) override;
+  bool poll_notice(tl::Notice *out) override;
+
+ private:
+  Status connect_rank(const tl::TeamView &team, const UcxRecord &mine, const UcxRecord &theirs,
+                      int r);
+  void inject_failure(const tl::TeamView &team);
+  Status post_notice_receive();
+  void drain_notices();
+
+  std::shared_ptr<Worker> worker_;                  // declared first: the channels go before it
+  std::vector<std::unique_ptr<SendChannel>> to_;    // by team rank
+  std::vector<std::unique_ptr<RecvChannel>> from_;  // by team rank
+  std::vector<Endpoint *> endpoints_;               // by team rank
+  std::vector<uint64_t> team_ids_;                  // by team rank: tags their receives
+  ucp_tag_t notice_tag_ = 0;                        // this rank's notices come on it
+  tl::Notice notice_in_;
+  void *notice_request_ = nullptr;  // the posted receive of a notice
+};
+
+// The receive of a notice must not outlive its buffer: cancelled and waited for, bounded.
+// Notices that came after the team stopped polling are taken too, so that none is left
+// unmatched on the shared worker.
+UcxTransport::~UcxTransport() {
+  if (!worker_) return;
+  std::lock_guard<std::mutex> lock(worker_->mutex());
+  if (notice_request_ != nullptr) {
+    ucp_request_cancel(worker_->handle(), notice_request_);
+    const int64_t deadline = deadline_after(kAnnounceSeconds);
+    while (ucp_request_check_status(notice_request_) == UCS_INPROGRESS && now_ns() < deadline) {
+      worker_->progress();
+    }
+    ucp_request_free(notice_request_);
+    drain_notices();
+  }
+  to_.clear();
+  from_.clear();
+}
+
+void UcxTransport::drain_notices() {
+  worker_->progress();
+  ucp_tag_recv_info_t info = {};
+  while (ucp_tag_message_h message =
+             ucp_tag_probe_nb(worker_->handle(), notice_tag_, ~ucp_tag_t{0}, 1, &info)) {
+    tl::Notice ignored;
+    ucp_request_param_t param = {};
+    void *request =
+        ucp_tag_msg_recv_nbx(worker_->handle(), &ignored, sizeof(ignored), message, &param);
+    if (UCS_PTR_IS_ERR(request)) return;
+    const int64_t deadline = deadline_after(kAnnounceSeconds);
+    while (request != nullptr && ucp_request_check_status(request) == UCS_INPROGRESS &&
+           now_ns() < deadline) {
+      worker_->progress();
+    }
+    if (request == nullptr) continue;
+    const bool done = ucp_request_check_status(request) != UCS_INPROGRESS;
+    ucp_request_free(request);
+    if (!done) return;  // it still writes into `ignored`: stop here
+  }
+}
+
+Status UcxTransport::post(const tl::TeamView &team, void *out) {
+  if (team.node_count < 2) return COHORT_SUCCESS;
+  auto *record = static_cast<UcxRecord *>(out);
+  Status s = Worker::acquire(&worker_);
+  if (is_error(s)) return s;
+  if (worker_->address().size() > kMaxUcxAddress) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "the UCX worker address is %zu bytes, more than the %zu a team's connect phase "
+                 "carries: restrict UCX to the devices between hosts (UCX_NET_DEVICES)",
+                 worker_->address().size(), kMaxUcxAddress);
+  }
+  record->team_id = worker_->new_team_id();
+  record->address_len = static_cast<uint32_t>(worker_->address().size());
+  std::memcpy(record->address, worker_->address().data(), record->address_len);
+  return COHORT_SUCCESS;
+}
+
+Status UcxTransport::connect(const tl::TeamView &team, const tl::RecordTable &records) {
+  if (team.node_count < 2) return COHORT_SUCCESS;
+  std::lock_guard<std::mutex> lock(worker_->mutex());
+  const auto &mine = *static_cast<const UcxRecord *>(records.of(team.rank));
+  to_.resize(team.size);
+  from_.resize(team.size);
+  endpoints_.assign(team.size, nullptr);
+  team_ids_.assign(team.size, 0);
+  for (int r = 0; r < team.size; ++r) {
+    if (team.same_host(r)) continue;
+    Status s = connect_rank(team, mine, *static_cast<const UcxRecord *>(records.of(r)), r);
+    if (is_error(s)) return s;
+  }
+  notice_tag_ = make_tag(mine.team_id, kNoticeSender);
+  Status s = post_notice_receive();
+  if (is_error(s)) return s;
+  inject_failure(team);
+  COHORT_LOG_INFO(NET, "%s: UCX channels to %d ranks on %d other hosts", team.name.c_str(),
+                  team.size - team.local_size(), team.node_count - 1);
+  return COHORT_SUCCESS;
+}
+
+Status UcxTransport::post_notice_receive() {
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  notice_request_ = ucp_tag_recv_nbx(worker_->handle(), &notice_in_, sizeof(notice_in_),
+                                     notice_tag_, ~ucp_tag_t{0}, &param);
+  if (!UCS_PTR_IS_ERR(notice_request_)) return COHORT_SUCCESS;
+  Status s = failf(COHORT_ERR_SYSTEM, "UCX: posting the receive of team notices failed: %s",
+                   ucs_status_string(UCS_PTR_STATUS(notice_request_)));
+  notice_request_ = nullptr;
+  return s;
+}
+
+Status UcxTransport::connect_rank(const tl::TeamView &team, const UcxRecord &mine,
+                                  const UcxRecord &theirs, int r) {
+  if (theirs.address_len == 0 || theirs.address_len > kMaxUcxAddress) {
+    return failf(COHORT_ERR_INTERNAL, "%s sent a UCX address of %u bytes", team.describe(r).c_str(),
+                 theirs.address_len);
+  }
+  Status s = worker_->endpoint(std::string(theirs.address, theirs.address_len), team.describe(r),
+                               &endpoints_[r]);
+  if (is_error(s)) return s;
+  team_ids_[r] = theirs.team_id;
+  to_[r] =
+      std::make_unique<SendChannel>(*worker_, *endpoints_[r], make_tag(theirs.team_id, team.rank));
+  from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(mine.team_id, r), endpoints_[r]);
+  return COHORT_SUCCESS;
+}
+
+// Testing (COHORT_INJECT_UCX_FAILURE=RANK:PEER[:MESSAGES]): team rank RANK's endpoint to PEER
+// fails as if UCX had reported the peer lost, once MESSAGES more messages went to it.
+void UcxTransport::inject_failure(const tl::TeamView &team) {
+  std::string text;
+  if (is_error(param_string("INJECT_UCX_FAILURE", &text)) || text.empty()) return;
+  int rank = -1, peer = -1, messages = 1;
+  if (sscanf(text.c_str(), "%d:%d:%d", &rank, &peer, &messages) < 2 || rank != team.rank) return;
+  if (peer < 0 || peer >= team.size || !to_[peer] || messages < 1) {
+    COHORT_LOG_WARN(NET, "COHORT_INJECT_UCX_FAILURE=%s: no UCX channel from rank %d to rank %d",
+                    text.c_str(), rank, peer);
+    return;
+  }
+  to_[peer]->fail_after(messages);
+}
+
+coll::PeerChannels UcxTransport::channels(int peer) {
+  if (peer >= static_cast<int>(to_.size()) || !to_[peer]) return {};
+  return coll::PeerChannels{to_[peer].get(), from_[peer].get()};
+}
+
+void UcxTransport::busy_sends(std::vector<int> *ranks) const {
+  for (int r = 0; r < static_cast<int>(to_.size()); ++r) {
+    if (to_[r] && to_[r]->in_flight() > 0) ranks->push_back(r);
+  }
+}
+
+// One message to every rank on another host; waits (bounded) for them to leave, because the
+// team may be torn down right after.  A send still in flight then keeps its buffer.
+void UcxTransport::announce(const tl::Notice &notice) {
+  if (!worker_) return;
+  auto *message = new tl::Notice(notice);
+  std::vector<void *> requests;
+  for (int r = 0; r < static_cast<int>(endpoints_.size()); ++r) {
+    if (endpoints_[r] == nullptr || endpoints_[r]->status != UCS_OK) continue;
+    ucp_request_param_t param = {};
+    void *request = ucp_tag_send_nbx(endpoints_[r]->ep, message, sizeof(*message),
+                                     make_tag(team_ids_[r], kNoticeSender), &param);
+    if (request != nullptr && !UCS_PTR_IS_ERR(request)) requests.push_back(request);
+  }
+  const int64_t deadline = deadline_after(kAnnounceSeconds);
+  bool left = false;
+  for (void *request : requests) {
+    while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
+      worker_->progress();
+    }
+    left = left || ucp_request_check_status(request) == UCS_INPROGRESS;
+    ucp_request_free(request);
+  }
+  if (!left) delete message;
+}
+
+// Each notice is taken once; the receive is posted again for the next (relayed ones follow).
+bool UcxTransport::poll_notice(tl::Notice *out) {
+  if (notice_request_ == nullptr) return false;
+  ucp_tag_recv_info_t info = {};
+  if (ucp_tag_recv_request_test(notice_request_, &info) != UCS_OK) return false;
+  ucp_request_free(notice_request_);
+  *out = notice_in_;
+  post_notice_receive();
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<tl::Transport> make_ucx_transport() { return std::make_unique<UcxTransport>(); }
+
+}  // namespace cohort::tl_ucx

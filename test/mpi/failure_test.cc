@@ -1,0 +1,260 @@
+// Failures reach every rank at once.  usage: mpirun -np N failure_test SCENARIO [options]
+//   abort-ready   one rank aborts a ready team while the others are inside a collective
+//   abort-create  one rank aborts its creation after some polls while the others create
+//   ucx-fail      a UCX endpoint fails in a collective between (fake) hosts
+//   overflow      counts whose byte size wraps size_t or fits no address space
+// Times are compared across ranks on CLOCK_MONOTONIC: the ranks share one host.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.h"
+
+using namespace mpi_test;
+
+namespace {
+
+// Within this many seconds of the event every other rank must have its named error.
+constexpr double kPromptSeconds = 2.0;
+
+// The latest of every rank's `t`; ranks that pass a negative time do not count.
+double latest(double t) {
+  MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return t;
+}
+
+// A fake host per block of --per-node ranks (0: one host), so that UCX carries the bytes.
+std::string fake_host() {
+  const int per_node = opt_int("per-node", 0);
+  return "failure-node-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
+}
+
+// One call of `op` ("allreduce", "barrier" or "p2p": a ring shift through a group).
+cohort_status_t run_op(cohort_team_t team, const std::string &op, std::vector<float> *data) {
+  if (op == "barrier") return cohort_barrier(team);
+  if (op == "allreduce") {
+    return cohort_allreduce(team, data->data(), data->data(), data->size(), COHORT_FLOAT32,
+                            COHORT_SUM);
+  }
+  std::vector<float> in(data->size());
+  cohort_group_start();
+  cohort_send(team, data->data(), data->size(), COHORT_FLOAT32, (g_rank + 1) % g_size);
+  cohort_recv(team, in.data(), in.size(), COHORT_FLOAT32, (g_rank + g_size - 1) % g_size);
+  return cohort_group_end();
+}
+
+// Every rank but the aborting one calls the collective in a loop until it fails; the
+// aborting rank never enters it (or, with --thread 1, loops too while a second thread aborts
+// 0.5 s in).  Every rank's call must end with COHORT_ERR_ABORTED within 2 s of the abort, the
+// others' naming the aborting rank, and so must their next call.
+void scenario_abort_ready() {
+  const std::string op = opt_str("op", "allreduce");
+  const int aborter = opt_int("rank", g_size - 1);
+  const bool from_thread = opt_int("thread", 0) != 0;
+  const std::string host = fake_host();
+  ScopedEnv host_env("COHORT_HOST_ID", host.c_str());
+  cohort_team_config_t cfg = config_with_timeout(30);
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  if (team == nullptr) return;
+  std::vector<float> data(1 << 16, 1.0f);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double aborted_at = -1, returned_at = -1;
+  if (g_rank == aborter && !from_thread) {
+    usleep(500000);  // the others are inside the collective by now
+    aborted_at = now_s();
+    CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+    CHECK_STATUS(run_op(team, op, &data), COHORT_ERR_ABORTED);  // a later call
+  } else {
+    std::thread aborting;
+    if (g_rank == aborter) {
+      aborting = std::thread([&] {
+        usleep(500000);
+        aborted_at = now_s();
+        cohort_team_abort(team);
+      });
+    }
+    cohort_status_t s = COHORT_SUCCESS;
+    for (const double until = now_s() + 30; s == COHORT_SUCCESS && now_s() < until;) {
+      s = run_op(team, op, &data);
+    }
+    returned_at = now_s();
+    std::string msg = cohort_last_error();
+    if (aborting.joinable()) aborting.join();
+    CHECK(s == COHORT_ERR_ABORTED, "%s returned %s: %s", op.c_str(), cohort_status_string(s),
+          msg.c_str());
+    if (g_rank != aborter) {
+      CHECK(contains(msg, "rank " + std::to_string(aborter) + " (") && contains(msg, "aborted"),
+            "the message does not name rank %d aborting: %s", aborter, msg.c_str());
+      CHECK_STATUS(run_op(team, op, &data), COHORT_ERR_ABORTED);  // the next call, at once
+      CHECK(contains(cohort_last_error(), "rank " + std::to_string(aborter)), "next call: %s",
+            cohort_last_error());
+    }
+    if (g_rank == (aborter == 0 ? 1 : 0)) printf("%s: %s\n", op.c_str(), msg.c_str());
+  }
+  const double abort_time = latest(aborted_at), last_return = latest(returned_at);
+  CHECK(last_return - abort_time < kPromptSeconds, "the last rank returned %.3f s after the abort",
+        last_return - abort_time);
+  if (g_rank == 0) printf("last rank returned %.3f s after the abort\n", last_return - abort_time);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort::Team again(MPI_COMM_WORLD, &cfg);  // a new team works
+  CHECK(again.size() == g_size, "team after the abort: size %d", again.size());
+}
+
+// One rank polls its posted creation --polls times, then aborts; the others poll theirs to
+// the end: they fail with COHORT_ERR_ABORTED naming it within 2 s, and a new team works.
+void scenario_abort_create() {
+  const int aborter = opt_int("rank", 1), polls = opt_int("polls", 1);
+  cohort_team_config_t cfg = config_with_timeout(30);
+  cohort_team_t team = nullptr;
+  MPI_Barrier(MPI_COMM_WORLD);
+  CHECK_STATUS(cohort_team_create_mpi_post(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  double aborted_at = -1, failed_at = -1;
+  if (g_rank == aborter) {
+    for (int k = 0; k < polls; ++k) {
+      cohort_status_t s = cohort_team_create_test(team);
+      CHECK(s == COHORT_IN_PROGRESS, "poll %d: %s", k + 1, cohort_status_string(s));
+      usleep(2000);
+    }
+    aborted_at = now_s();
+    CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+  } else {
+    cohort_status_t s;
+    while ((s = cohort_team_create_test(team)) == COHORT_IN_PROGRESS) usleep(100);
+    failed_at = now_s();
+    std::string msg = cohort_last_error();
+    CHECK(s == COHORT_ERR_ABORTED, "creation ended with %s: %s", cohort_status_string(s),
+          msg.c_str());
+    CHECK(contains(msg, "rank " + std::to_string(aborter)) && contains(msg, "aborted"),
+          "the message does not name rank %d aborting: %s", aborter, msg.c_str());
+    if (g_rank == (aborter == 0 ? 1 : 0)) printf("after %d polls: %s\n", polls, msg.c_str());
+  }
+  const double abort_time = latest(aborted_at), last_failure = latest(failed_at);
+  CHECK(last_failure - abort_time < kPromptSeconds, "the last rank failed %.3f s after the abort",
+        last_failure - abort_time);
+  if (g_rank == 0) printf("last rank failed %.3f s after the abort\n", last_failure - abort_time);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort::Team again(MPI_COMM_WORLD, &cfg);
+  CHECK(again.size() == g_size, "team after the abort: size %d", again.size());
+}
+
+// COHORT_INJECT_UCX_FAILURE=R:P:M (set by the launcher) breaks rank R's endpoint to rank P
+// inside the alltoalls below (every pair talks): rank R fails naming P and UCX's reason, every
+// other rank fails naming R, each within 2 s of R's failure (COHORT_COLL_TIMEOUT is 60 s: no
+// timeout helps).
+void scenario_ucx_fail() {
+  const std::string host = fake_host();
+  ScopedEnv host_env("COHORT_HOST_ID", host.c_str());
+  ScopedEnv timeout_env("COHORT_COLL_TIMEOUT", "60");
+  int injector = -1, peer = -1;
+  sscanf(getenv("COHORT_INJECT_UCX_FAILURE") ? getenv("COHORT_INJECT_UCX_FAILURE") : "", "%d:%d",
+         &injector, &peer);
+  CHECK(injector >= 0 && peer >= 0, "COHORT_INJECT_UCX_FAILURE is not set");
+  cohort::Team team(MPI_COMM_WORLD);
+  CHECK(team.node_count() > 1, "the team must span (fake) hosts: %d", team.node_count());
+  std::vector<float> in(g_size * 4096, 1.0f), out(in.size());
+  cohort_status_t s = COHORT_SUCCESS;
+  double failed_at = -1;
+  for (int call = 0; call < 50 && s == COHORT_SUCCESS; ++call) {
+    s = cohort_alltoall(team.get(), in.data(), out.data(), 4096, COHORT_FLOAT32);
+    failed_at = now_s();
+  }
+  std::string msg = cohort_last_error();
+  CHECK(s == COHORT_ERR_SYSTEM, "alltoall ended with %s: %s", cohort_status_string(s), msg.c_str());
+  const std::string named_peer = "UCX connection to rank " + std::to_string(peer);
+  CHECK(contains(msg, named_peer) && contains(msg, "reset"), "no '%s ... reset' in: %s",
+        named_peer.c_str(), msg.c_str());
+  if (g_rank != injector) {
+    CHECK(contains(msg, "rank " + std::to_string(injector) + " ("), "does not name rank %d: %s",
+          injector, msg.c_str());
+  }
+  const double injector_failed = latest(g_rank == injector ? failed_at : -1);
+  const double last_failure = latest(failed_at);
+  CHECK(last_failure - injector_failed < kPromptSeconds,
+        "the last rank failed %.3f s after rank %d", last_failure - injector_failed, injector);
+  if (g_rank == (injector == 0 ? 1 : 0)) {
+    printf("last rank failed %.3f s after the failing rank: %s\n", last_failure - injector_failed,
+           msg.c_str());
+  }
+}
+
+// Guard bytes around every buffer; the test checks they, and the buffers, stay as they were.
+struct Guarded {
+  explicit Guarded(size_t bytes) : memory(bytes + 2 * kGuard, 0x5a) {}
+  void *data() { return memory.data() + kGuard; }
+  bool untouched() const {
+    for (uint8_t b : memory) {
+      if (b != 0x5a) return false;
+    }
+    return true;
+  }
+  static constexpr size_t kGuard = 64;
+  std::vector<uint8_t> memory;
+};
+
+// Every collective (blocking and posted) and send/recv with counts whose size wraps size_t
+// (SIZE_MAX, SIZE_MAX / 2 + 1 for 2+ byte types, SIZE_MAX / size + 1 for the blocked ones) or
+// exceeds any address space: COHORT_ERR_INVALID_ARG naming `count`, nothing written, nothing
+// sent (a correct collective right after still works).
+void scenario_overflow() {
+  cohort::Team team(MPI_COMM_WORLD);
+  cohort_team_t t = team.get();
+  const size_t counts[] = {SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX / g_size + 1};
+  const cohort_dtype_t dtypes[] = {COHORT_INT8, COHORT_FLOAT16, COHORT_FLOAT64};
+  Guarded src(256), dst(256);
+  int refused = 0;
+  auto expect_refused = [&](cohort_status_t s, const char *what, size_t count, cohort_dtype_t d) {
+    ++refused;
+    CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "count="),
+          "%s count %zu dtype %d: %s %s", what, count, d, cohort_status_string(s),
+          cohort_last_error());
+  };
+  for (size_t count : counts) {
+    for (cohort_dtype_t d : dtypes) {
+      void *in = src.data(), *out = dst.data();
+      cohort_request_t r = nullptr;
+      expect_refused(cohort_allreduce(t, in, out, count, d, COHORT_SUM), "allreduce", count, d);
+      expect_refused(cohort_reduce(t, in, out, count, d, COHORT_SUM, 0), "reduce", count, d);
+      expect_refused(cohort_broadcast(t, in, out, count, d, 0), "broadcast", count, d);
+      expect_refused(cohort_allgather(t, in, out, count, d), "allgather", count, d);
+      expect_refused(cohort_reduce_scatter(t, in, out, count, d, COHORT_SUM), "reduce_scatter",
+                     count, d);
+      expect_refused(cohort_alltoall(t, in, out, count, d), "alltoall", count, d);
+      expect_refused(cohort_allreduce_post(t, in, out, count, d, COHORT_SUM, &r), "posted", count,
+                     d);
+      expect_refused(cohort_allgather_post(t, in, out, count, d, &r), "posted allgather", count, d);
+      CHECK(r == nullptr, "a refused post wrote its request");
+      expect_refused(cohort_send(t, in, count, d, (g_rank + 1) % g_size), "send", count, d);
+      expect_refused(cohort_recv(t, out, count, d, (g_rank + 1) % g_size), "recv", count, d);
+      cohort_group_start();
+      cohort_send(t, in, 16, COHORT_INT8, (g_rank + 1) % g_size);
+      expect_refused(cohort_recv(t, out, count, d, (g_rank + g_size - 1) % g_size), "group recv",
+                     count, d);
+      expect_refused(cohort_group_end(), "group end", count, d);
+    }
+  }
+  CHECK(src.untouched() && dst.untouched(), "a refused call wrote to a buffer or its guards");
+  if (g_rank == 0) printf("%d calls refused, nothing written\n", refused);
+  int64_t value = g_rank + 1;
+  CHECK_STATUS(cohort_allreduce(t, &value, &value, 1, COHORT_INT64, COHORT_SUM), COHORT_SUCCESS);
+  CHECK(value == static_cast<int64_t>(g_size) * (g_size + 1) / 2, "allreduce after: %lld",
+        static_cast<long long>(value));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const Scenarios scenarios = {
+      {"abort-ready", scenario_abort_ready},
+      {"abort-create", scenario_abort_create},
+      {"ucx-fail", scenario_ucx_fail},
+      {"overflow", scenario_overflow},
+  };
+  return run_main(argc, argv, scenarios);
+}

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Runs failure_test's scenarios under mpirun (oversubscribed), one TAP line per run: aborts of
+# ready teams with the others inside allreduce / barrier / send-recv, aborts after 1, 2 and 5
+# creation polls, a UCX endpoint failure between fake hosts, and counts that overflow.
+# Environment: MPIRUN (default: mpirun), FAILURE_TEST (default: ./failure_test),
+#              COHORT_TEST_FILTER (a grep -E pattern over the test names, to run a subset).
+FAILURE_TEST=${FAILURE_TEST:-./failure_test}
+. "$(dirname "$0")/tap-mpirun.sh"
+
+tests=""
+add() { tests="$tests
+$*"; }
+for np in 2 4 8; do
+  for op in allreduce barrier p2p; do add "$np abort-ready --op $op --rank $((np - 1))"; done
+done
+add "4 abort-ready --op allreduce --rank 1 --thread 1"
+add "3 abort-ready --op barrier --rank 0 --per-node 2 @UCX_TLS=tcp,self"
+for polls in 1 2 5; do
+  for np in 2 4 8; do add "$np abort-create --polls $polls --rank $((np / 2))"; done
+done
+add "4 ucx-fail --per-node 2 @UCX_TLS=tcp,self COHORT_INJECT_UCX_FAILURE=1:2:3"
+add "6 ucx-fail --per-node 3 @UCX_TLS=tcp,self COHORT_INJECT_UCX_FAILURE=4:0:1"
+for np in 2 4 8; do add "$np overflow"; done
+
+if [ -n "$COHORT_TEST_FILTER" ]; then
+  tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_TEST_FILTER")
+fi
+run_tap "$FAILURE_TEST" 120 "$tests"
