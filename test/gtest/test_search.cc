@@ -21,6 +21,16 @@ void expect_each_gpu_once(const NodeGraph &graph, const std::vector<int> &gpus) 
   }
 }
 
+// Every GPU-to-GPU hop of every ring is an NVLink between the two GPUs.
+void expect_direct_nvlink_hops(const Topology &topo, const Paths &paths, const NodeGraph &graph) {
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    for (auto [a, b] : ring_hops(graph, c)) {
+      EXPECT_TRUE(direct_nvlink(topo, a, b))
+          << "channel " << c << ": " << hop_text(topo, paths, a, b);
+    }
+  }
+}
+
 NodeGraph search(const Topology &topo, const Paths &paths, bool cross_node = false) {
   SearchOptions options;
   options.cross_node = cross_node;
@@ -151,6 +161,36 @@ TEST(TopoSearch, AllPairsEveryHopIsNvlink) {
   }
   // 12 directed pair links of 40 GB/s, 4 per ring: six rings of 20 fill every one.
   EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, 12 * 2 * nvlink_bw(70) / 4);
+}
+
+// DGX-1-class hybrid cube-mesh: 16 of the 28 GPU pairs have NVLinks of their own; the others
+// are NVB, so a ring hop between them spends NVLinks of the GPUs it passes through.
+TEST(TopoSearch, CubeMeshRingsHopOnlyOverDirectNvlinks) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  expect_direct_nvlink_hops(topo, paths, graph);
+  EXPECT_EQ(graph.intra_type, PathType::kNvl);
+  // A GPU's six NVLinks carry 120 GB/s out of it: the rings use at least 90% and no more.
+  const double links_out = 6 * nvlink_bw(70);
+  EXPECT_GE(graph.rings.size() * graph.bw, 0.9 * links_out)
+      << graph.rings.size() << " channels x " << graph.bw << " GB/s";
+  EXPECT_LE(graph.rings.size() * graph.bw, links_out + 1e-9);
+  EXPECT_FALSE(graph.fallback);
+}
+
+// Seven GPUs of the cube-mesh (0000:0b:00.0 left out): 4 rings of 20 GB/s fit with or without
+// NVB hops; among rings of equal bandwidth the search keeps those without.
+TEST(TopoSearch, CubeMeshTeamOfSevenPrefersDirectHopsAtEqualBandwidth) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  Paths paths(topo);
+  std::vector<int> seven = all_gpus(topo);
+  seven.erase(std::find(seven.begin(), seven.end(), node_index(topo, "0000:0b:00.0")));
+  NodeGraph graph = search_rings(topo, paths, seven, SearchOptions{});
+  expect_each_gpu_once(graph, seven);
+  expect_direct_nvlink_hops(topo, paths, graph);
+  EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, 4 * nvlink_bw(70));
 }
 
 TEST(TopoSearch, PcieBoxCrossesTheCpuLinkTwiceAndKeepsSwitchPairsAdjacent) {

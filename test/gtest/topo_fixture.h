@@ -65,6 +65,18 @@ inline int node_index(const Topology &topo, const std::string &id) {
   return found;
 }
 
+// GPUs a and b have an NVLink link of their own (not a route through a GPU, a switch or a CPU).
+inline bool direct_nvlink(const Topology &topo, int a, int b) {
+  const int l = topo.link_between(a, b);
+  return l >= 0 && topo.links[l].type == LinkType::kNvLink;
+}
+
+// "0000:06:00.0 -> 0000:86:00.0 (NVB)", for messages.
+inline std::string hop_text(const Topology &topo, const Paths &paths, int a, int b) {
+  return topo.nodes[a].id + " -> " + topo.nodes[b].id + " (" +
+         path_type_name(paths.get(a, b).type) + ")";
+}
+
 // The PCI switch (or CPU) a GPU hangs off.
 inline int parent_of(const Topology &topo, int gpu) {
   for (int l : topo.nodes[gpu].links) {
