@@ -1,9 +1,8 @@
-// Paths and ring search on the reference topologies: properties that a wrong model or a
-// wrong search breaks.
+// Ring search on the reference topologies: properties that a wrong model or a wrong search
+// breaks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "topo/bandwidth.h"
@@ -38,97 +37,6 @@ NodeGraph search(const Topology &topo, const Paths &paths, bool cross_node = fal
 }
 
 }  // namespace
-
-TEST(TopoPaths, NvSwitchHost) {
-  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 8u);
-  for (int a : gpus) {
-    for (int b : gpus) {
-      const Path &p = paths.get(a, b);
-      if (a == b) {
-        EXPECT_EQ(p.type, PathType::kLoc);
-        continue;
-      }
-      EXPECT_EQ(p.type, PathType::kNvl) << topo.nodes[a].id << " " << topo.nodes[b].id;
-      EXPECT_DOUBLE_EQ(p.bw, 18 * nvlink_bw(90));
-      EXPECT_EQ(p.hops, 2);  // through the switch fabric
-      EXPECT_EQ(paths.gpu_transport(a, b), Transport::kP2p);
-    }
-  }
-  // Each NIC shares a PCIe switch with two GPUs (PIX), the other switch of its CPU is PHB,
-  // the other CPU SYS.
-  std::vector<int> nics = topo.of_type(NodeType::kNic);
-  ASSERT_EQ(nics.size(), 8u);
-  for (int nic : nics) {
-    std::map<PathType, int> by_type;
-    for (int g : gpus) by_type[paths.get(g, nic).type]++;
-    EXPECT_EQ(by_type[PathType::kPix], 2) << topo.nodes[nic].id;
-    EXPECT_EQ(by_type[PathType::kPhb], 2) << topo.nodes[nic].id;
-    EXPECT_EQ(by_type[PathType::kSys], 4) << topo.nodes[nic].id;
-  }
-}
-
-TEST(TopoPaths, PcieBoxTypes) {
-  Topology topo = load_reference("pcie-8gpu.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 8u);
-  std::map<PathType, int> by_type;
-  for (int a : gpus) {
-    for (int b : gpus) {
-      if (a == b) continue;
-      PathType t = paths.get(a, b).type;
-      by_type[t]++;
-      bool same_switch = parent_of(topo, a) == parent_of(topo, b);
-      EXPECT_EQ(t == PathType::kPix, same_switch);
-    }
-  }
-  // Ordered pairs: 8 under a shared switch, 16 under one CPU, 32 across CPUs.
-  EXPECT_EQ(by_type[PathType::kPix], 8);
-  EXPECT_EQ(by_type[PathType::kPhb], 16);
-  EXPECT_EQ(by_type[PathType::kSys], 32);
-  EXPECT_EQ(by_type.size(), 3u);
-}
-
-TEST(TopoPaths, TwoGpusOnTwoCpusUseShmUnlessP2pLevelAllowsSys) {
-  Topology topo = load_reference("pcie-2gpu-sys.xml");
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 2u);
-  Paths paths(topo);
-  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kSys);
-  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[1]), Transport::kShm);
-  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[0]), Transport::kP2p);
-  PathOptions sys;
-  sys.p2p_level = PathType::kSys;
-  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kP2p);
-  // A pair the CUDA runtime refuses stays SHM at any level.
-  topo.no_p2p.push_back({topo.nodes[gpus[0]].id, topo.nodes[gpus[1]].id});
-  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kShm);
-}
-
-TEST(TopoPaths, AllPairsNvlinkIsDirect) {
-  Topology topo = load_reference("v100-4gpu-allpairs.xml");
-  Paths paths(topo);
-  for (int a : all_gpus(topo)) {
-    for (int b : all_gpus(topo)) {
-      if (a == b) continue;
-      EXPECT_EQ(paths.get(a, b).type, PathType::kNvl);
-      EXPECT_EQ(paths.get(a, b).hops, 1);
-      EXPECT_DOUBLE_EQ(paths.get(a, b).bw, 2 * nvlink_bw(70));
-    }
-  }
-}
-
-TEST(TopoPaths, FlatVmGoesThroughTheHostBridge) {
-  Topology topo = load_reference("vm-flat.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_GE(gpus.size(), 2u);
-  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kPhb);
-  EXPECT_FALSE(topo.assumptions.empty());
-}
 
 TEST(TopoSearch, NvSwitchRingsAreNvlinkAndFillTheLinks) {
   Topology topo = load_reference("h100-8gpu-nvswitch.xml");
