@@ -19,10 +19,12 @@ constexpr const char *kPathNames[] = {"LOC", "NVL", "NVB", "PIX", "PXB",
                                       "PHB", "SYS", "NET", "DIS"};
 constexpr const char *kTransportNames[] = {"P2P", "SHM", "NET"};
 
+// The value of `Enum` whose entry in `names` (indexed by the enum) is `name`.
 template <typename Enum, size_t N>
-bool from_name(const char *const (&names)[N], const std::string &name, Enum *out) {
+bool from_name(const char *const (&names)[N], const std::string &name, bool ignore_case,
+               Enum *out) {
   for (size_t i = 0; i < N; ++i) {
-    if (strcasecmp(names[i], name.c_str()) == 0) {
+    if (ignore_case ? strcasecmp(names[i], name.c_str()) == 0 : name == names[i]) {
       *out = static_cast<Enum>(i);
       return true;
     }
@@ -37,13 +39,13 @@ const char *link_type_name(LinkType type) { return kLinkNames[static_cast<int>(t
 const char *path_type_name(PathType type) { return kPathNames[static_cast<int>(type)]; }
 const char *transport_name(Transport t) { return kTransportNames[static_cast<int>(t)]; }
 bool node_type_from_name(const std::string &name, NodeType *out) {
-  return from_name(kNodeNames, name, out);
+  return from_name(kNodeNames, name, false, out);
 }
 bool link_type_from_name(const std::string &name, LinkType *out) {
-  return from_name(kLinkNames, name, out);
+  return from_name(kLinkNames, name, true, out);
 }
 bool path_type_from_name(const std::string &name, PathType *out) {
-  return from_name(kPathNames, name, out);
+  return from_name(kPathNames, name, true, out);
 }
 
 int Topology::add_node(Node node) {
