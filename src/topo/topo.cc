@@ -56,21 +56,18 @@ int Topology::add_node(Node node) {
 
 void Topology::connect(int a, int b, LinkType type, double bw, double bw_back, int count,
                        int pci_gen, int pci_width) {
-  Link link;
-  link.type = type;
-  link.count = count;
-  link.pci_gen = pci_gen;
-  link.pci_width = pci_width;
-  link.from = a;
-  link.to = b;
-  link.bw = bw;
-  nodes[a].links.push_back(static_cast<int>(links.size()));
-  links.push_back(link);
-  link.from = b;
-  link.to = a;
-  link.bw = bw_back < 0 ? bw : bw_back;
-  nodes[b].links.push_back(static_cast<int>(links.size()));
-  links.push_back(link);
+  auto add = [&](int from, int to, double rate) {
+    nodes[from].links.push_back(static_cast<int>(links.size()));
+    links.push_back({.from = from,
+                     .to = to,
+                     .type = type,
+                     .bw = rate,
+                     .count = count,
+                     .pci_gen = pci_gen,
+                     .pci_width = pci_width});
+  };
+  add(a, b, bw);
+  add(b, a, bw_back < 0 ? bw : bw_back);
 }
 
 int Topology::find(NodeType type, const std::string &id) const {
