@@ -60,6 +60,16 @@ std::set<std::string> neighbours(const Topology &topo, const std::string &id, No
   return out;
 }
 
+// Every PCI switch has `gpus` GPUs and `nics` NICs below it and one CPU above.
+void expect_every_switch_holds(const Topology &topo, size_t gpus, size_t nics) {
+  for (int s : topo.of_type(NodeType::kPci)) {
+    const std::string &id = topo.nodes[s].id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kGpu).size(), gpus) << id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kNic).size(), nics) << id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kCpu).size(), 1u) << id;
+  }
+}
+
 struct Counts {
   size_t gpu, nvswitch, pci, cpu, nic, net;
   size_t links;  // undirected, as written in the file
@@ -192,12 +202,7 @@ TEST(TopoXmlReference, H100NvSwitch) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4",
                                           "mlx5_5", "mlx5_6", "mlx5_7"}));
-  for (int s : topo.of_type(NodeType::kPci)) {
-    const std::string &id = topo.nodes[s].id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kGpu).size(), 2u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kNic).size(), 2u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kCpu).size(), 1u) << id;
-  }
+  expect_every_switch_holds(topo, 2, 2);
   // GPU 0 and its NIC share the first switch of socket 0; GPU 7 and its NIC the last of socket 1.
   EXPECT_EQ(neighbours(topo, "0000:1b:00.0", NodeType::kPci),
             std::set<std::string>{"0000:16:00.0"});
@@ -253,12 +258,7 @@ TEST(TopoXmlReference, V100CubeMesh) {
   EXPECT_EQ(topo.link_between(node_index(topo, "0000:06:00.0"), node_index(topo, "0000:86:00.0")),
             -1);
   // Each switch: two GPUs, one 100 Gb/s NIC, one CPU above it, Gen3 x16 throughout.
-  for (int s : topo.of_type(NodeType::kPci)) {
-    const std::string &id = topo.nodes[s].id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kGpu).size(), 2u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kNic).size(), 1u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kCpu).size(), 1u) << id;
-  }
+  expect_every_switch_holds(topo, 2, 1);
   EXPECT_EQ(neighbours(topo, "0000:03:00.0", NodeType::kGpu),
             (std::set<std::string>{"0000:06:00.0", "0000:07:00.0"}));
   EXPECT_EQ(neighbours(topo, "0000:88:00.0", NodeType::kCpu), std::set<std::string>{"cpu1"});
