@@ -169,16 +169,23 @@ std::string legend() {
   return out;
 }
 
-std::string cpu_section(const Topology &topo, const std::vector<std::string> &labels) {
-  std::vector<int> cpus = topo.of_type(NodeType::kCpu);
-  if (cpus.empty()) return "CPUs: none\n";
+// "<what>: none", or "<what><note>:" over a table of one row per node of `type`.
+template <typename RowOf>
+std::string node_section(const Topology &topo, NodeType type, const std::string &what,
+                         const std::string &note, RowOf row_of) {
+  std::vector<int> nodes = topo.of_type(type);
+  if (nodes.empty()) return what + ": none\n";
   std::vector<Row> rows;
-  for (int c : cpus) {
-    const Node &cpu = topo.nodes[c];
-    rows.push_back({labels[c], "numa " + numa_text(cpu.numa), cpu.arch.empty() ? "?" : cpu.arch,
-                    cpu.vendor.empty() ? "?" : cpu.vendor});
-  }
-  std::string out = "CPUs (one per NUMA domain):\n" + render_table(rows);
+  for (int n : nodes) rows.push_back(row_of(n, topo.nodes[n]));
+  return what + note + ":\n" + render_table(rows);
+}
+
+std::string cpu_section(const Topology &topo, const std::vector<std::string> &labels) {
+  std::string out = node_section(
+      topo, NodeType::kCpu, "CPUs", " (one per NUMA domain)", [&](int c, const Node &cpu) {
+        return Row{labels[c], "numa " + numa_text(cpu.numa), cpu.arch.empty() ? "?" : cpu.arch,
+                   cpu.vendor.empty() ? "?" : cpu.vendor};
+      });
   for (const Link &link : topo.links) {
     if (link.type == LinkType::kCpu && link.from < link.to) {
       out += strprintf("  %s <-> %s: CPU interconnect %.1f GB/s\n", labels[link.from].c_str(),
@@ -189,31 +196,20 @@ std::string cpu_section(const Topology &topo, const std::vector<std::string> &la
 }
 
 std::string gpu_section(const Topology &topo, const std::vector<std::string> &labels) {
-  std::vector<int> gpus = topo.of_type(NodeType::kGpu);
-  if (gpus.empty()) return "GPUs: none\n";
-  std::vector<Row> rows;
-  for (int g : gpus) {
-    const Node &gpu = topo.nodes[g];
-    rows.push_back({labels[g], gpu.id, gpu.sm > 0 ? strprintf("sm_%d", gpu.sm) : "sm ?",
-                    "uuid " + (gpu.uuid.empty() ? std::string("?") : gpu.uuid),
-                    gpu.cuda_device >= 0 ? strprintf("cuda device %d", gpu.cuda_device)
-                                         : std::string("not visible to CUDA here")});
-  }
-  return "GPUs:\n" + render_table(rows);
+  return node_section(topo, NodeType::kGpu, "GPUs", "", [&](int g, const Node &gpu) {
+    return Row{labels[g], gpu.id, gpu.sm > 0 ? strprintf("sm_%d", gpu.sm) : "sm ?",
+               "uuid " + (gpu.uuid.empty() ? std::string("?") : gpu.uuid),
+               gpu.cuda_device >= 0 ? strprintf("cuda device %d", gpu.cuda_device)
+                                    : std::string("not visible to CUDA here")};
+  });
 }
 
 std::string nic_section(const Topology &topo, const std::vector<std::string> &labels) {
-  std::vector<int> nics = topo.of_type(NodeType::kNic);
-  if (nics.empty()) return "NICs: none\n";
-  std::vector<Row> rows;
-  for (int n : nics) {
-    const Node &nic = topo.nodes[n];
-    int port = nic_port(topo, n);
-    rows.push_back({labels[n], nic.id, nic.name.empty() ? "?" : nic.name,
-                    speed_text(nic.speed_gbps),
-                    port >= 0 ? "port " + labels[port] : std::string("no network port")});
-  }
-  return "NICs:\n" + render_table(rows);
+  return node_section(topo, NodeType::kNic, "NICs", "", [&](int n, const Node &nic) {
+    const int port = nic_port(topo, n);
+    return Row{labels[n], nic.id, nic.name.empty() ? "?" : nic.name, speed_text(nic.speed_gbps),
+               port >= 0 ? "port " + labels[port] : std::string("no network port")};
+  });
 }
 
 // Per GPU: its NVLinks in all and to each peer ("GPU0  18 NVLinks, 370.8 GB/s: nvswitch x18").

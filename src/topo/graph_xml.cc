@@ -3,7 +3,6 @@
 #include <libxml/tree.h>
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
@@ -14,7 +13,6 @@
 namespace cohort::topo {
 namespace {
 
-using xml_io::c_chars;
 using xml_io::DocWriter;
 using xml_io::Element;
 using xml_io::XmlDoc;
@@ -116,20 +114,15 @@ Status GraphLoader::read_path_type(const Element &e, const char *attr) const {
 }
 
 Status GraphLoader::read_channels(xmlNode *root, int channels) {
-  for (xmlNode *child = root->children; child != nullptr; child = child->next) {
-    if (child->type != XML_ELEMENT_NODE) {
-      if (Status s = check_text(child); is_error(s)) return s;
-      continue;
-    }
-    if (child->ns != nullptr || strcmp(c_chars(child->name), "channel") != 0) {
-      return fail_unknown_element(child);
-    }
+  const Status walked = for_each_element(root, [&](xmlNode *child) {
+    if (!xml_io::is_named(child, "channel")) return fail_unknown_element(child);
     if (static_cast<int>(graph_.rings.size()) == channels) {
       return fail_at(xml_io::line_of(child),
                      strprintf("more <channel> elements than channels='%d'", channels));
     }
-    if (Status s = read_channel(child); is_error(s)) return s;
-  }
+    return read_channel(child);
+  });
+  if (is_error(walked)) return walked;
   if (static_cast<int>(graph_.rings.size()) < channels) {
     return fail_attr(Element(root), "channels",
                      strprintf("the file holds %zu <channel> elements", graph_.rings.size()));
@@ -145,14 +138,8 @@ Status GraphLoader::read_channel(xmlNode *element) {
   if (Status s = read_net(e, &net); is_error(s)) return s;
   std::vector<int> ring;
   std::map<int, long> gpu_lines;
-  for (xmlNode *child = element->children; child != nullptr; child = child->next) {
-    if (child->type != XML_ELEMENT_NODE) {
-      if (Status s = check_text(child); is_error(s)) return s;
-      continue;
-    }
-    if (child->ns != nullptr || strcmp(c_chars(child->name), "gpu") != 0) {
-      return fail_unknown_element(child);
-    }
+  const Status walked = for_each_element(element, [&](xmlNode *child) {
+    if (!xml_io::is_named(child, "gpu")) return fail_unknown_element(child);
     int gpu = -1;
     if (Status s = read_gpu(child, &gpu); is_error(s)) return s;
     auto [first, inserted] = gpu_lines.emplace(gpu, xml_io::line_of(child));
@@ -162,7 +149,9 @@ Status GraphLoader::read_channel(xmlNode *element) {
           strprintf("GPU listed twice in this channel (first on line %ld)", first->second));
     }
     ring.push_back(gpu);
-  }
+    return COHORT_SUCCESS;
+  });
+  if (is_error(walked)) return walked;
   for (int g : gpus_) {
     if (gpu_lines.count(g) == 0) {
       return fail_at(e.line(), strprintf("channel %zu: GPU %s is missing (a channel holds every "

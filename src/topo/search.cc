@@ -38,10 +38,32 @@ class RingSearch {
       : topo_(topo), paths_(paths), gpus_(gpus), options_(options) {
     for (const Link &link : topo.links) capacity_.push_back(link.bw);
     nets_ = rank_nets();
+    islands_ = direct_islands();
   }
 
-  // As many rings at `bw` as fit; empty when none does.  Spends at most `steps` of the budget.
+  // At equal bandwidth, the rings with the fewest indirect hops (routes of more than one link).
+  // The rings at `bw` as first found; where they take more indirect hops than the direct
+  // islands force, a second search in what is left of `steps` with each ring taking as few as
+  // it can, kept with more rings, or as many and fewer indirect hops in all.
   NodeGraph at_speed(double bw, long steps) {
+    const long before = steps_left_;
+    NodeGraph first = rings_at(bw, steps, false);
+    const int had = indirect_hops(first);
+    if (had <= static_cast<int>(first.rings.size()) * least_indirect()) return first;
+    NodeGraph direct = rings_at(bw, steps - (before - steps_left_), true);
+    if (direct.rings.size() > first.rings.size() ||
+        (direct.rings.size() == first.rings.size() && indirect_hops(direct) < had)) {
+      return direct;
+    }
+    return first;
+  }
+
+  long steps_left_ = 0;
+
+ private:
+  // As many rings at `bw` as fit; empty when none does.  Spends at most `steps` of the budget.
+  NodeGraph rings_at(double bw, long steps, bool fewest_indirect) {
+    fewest_indirect_ = fewest_indirect;
     remaining_ = capacity_;
     NodeGraph graph;
     graph.bw = bw;
@@ -59,9 +81,8 @@ class RingSearch {
     return graph;
   }
 
-  long steps_left_ = 0;
+  bool leaves_host() const { return options_.cross_node && !nets_.empty(); }
 
- private:
   // Network ports, closest to the GPUs first.
   std::vector<int> rank_nets() const {
     std::vector<int> nets = topo_.of_type(NodeType::kNet);
@@ -149,20 +170,88 @@ class RingSearch {
   }
 
   bool next_ring(double bw, int channel, std::vector<int> *ring, int *net) {
-    if (!options_.cross_node || nets_.empty()) {
-      *net = -1;
-      return ring_from(gpus_[0], -1, bw, ring);
-    }
+    *net = -1;
+    if (!leaves_host()) return allowing_indirect([&] { return ring_from(gpus_[0], -1, bw, ring); });
     // Widen the allowed GPU-to-NIC path type only when no port has a ring at the closer one.
     for (int tier = 0; tier <= static_cast<int>(PathType::kSys); ++tier) {
-      for (size_t k = 0; k < nets_.size(); ++k) {
-        int candidate = nets_[(channel + k) % nets_.size()];
-        if (ring_through_net(candidate, bw, static_cast<PathType>(tier), ring)) {
-          *net = candidate;
-          return true;
-        }
-        if (steps_left_ <= 0) return false;
+      const auto type = static_cast<PathType>(tier);
+      auto at_tier = [&] { return ring_through_a_port(bw, channel, type, ring, net); };
+      if (allowing_indirect(at_tier)) return true;
+      if (steps_left_ <= 0) return false;
+    }
+    return false;
+  }
+
+  // The channel's own port first, then the others in turn.
+  bool ring_through_a_port(double bw, int channel, PathType tier, std::vector<int> *ring,
+                           int *net) {
+    for (size_t k = 0; k < nets_.size(); ++k) {
+      int candidate = nets_[(channel + k) % nets_.size()];
+      if (ring_through_net(candidate, bw, tier, ring)) {
+        *net = candidate;
+        return true;
       }
+      if (steps_left_ <= 0) return false;
+    }
+    return false;
+  }
+
+  // A hop is indirect when its route is more than one link (through a GPU, a PCI switch, a
+  // CPU or the NVSwitch fabric).
+  bool indirect(int from, int to) const { return paths_.get(from, to).hops > 1; }
+
+  // Groups of the GPUs in use that direct hops join: a ring needs an indirect hop to go from
+  // one group to the next.
+  int direct_islands() const {
+    std::vector<int> island(gpus_.size(), -1);
+    int count = 0;
+    for (size_t start = 0; start < gpus_.size(); ++start) {
+      if (island[start] >= 0) continue;
+      island[start] = count;
+      std::vector<size_t> stack = {start};
+      while (!stack.empty()) {
+        const int a = gpus_[stack.back()];
+        stack.pop_back();
+        for (size_t i = 0; i < gpus_.size(); ++i) {
+          if (island[i] >= 0 || (indirect(a, gpus_[i]) && indirect(gpus_[i], a))) continue;
+          island[i] = count;
+          stack.push_back(i);
+        }
+      }
+      ++count;
+    }
+    return count;
+  }
+
+  // Indirect hops every ring must take: one into each direct island but the first when the
+  // ring leaves the host, one into each when it closes on itself.
+  int least_indirect() const {
+    if (islands_ == 1) return 0;
+    return leaves_host() ? islands_ - 1 : islands_;
+  }
+
+  int indirect_hops(const NodeGraph &graph) const {
+    int count = 0;
+    for (size_t c = 0; c < graph.rings.size(); ++c) {
+      const std::vector<int> &ring = graph.rings[c];
+      const size_t hops = graph.nets[c] >= 0 ? ring.size() - 1 : ring.size();
+      for (size_t i = 0; i < hops && ring.size() > 1; ++i) {
+        count += indirect(ring[i], ring[(i + 1) % ring.size()]);
+      }
+    }
+    return count;
+  }
+
+  // Runs `attempt` with no limit on indirect hops, or, when the fewest are wanted, allowing
+  // the least there can be, then one more at a time while the limit turned a hop away.
+  template <typename Attempt>
+  bool allowing_indirect(Attempt attempt) {
+    const int hops = static_cast<int>(gpus_.size()) - (leaves_host() ? 1 : 0);
+    for (int allowed = fewest_indirect_ ? least_indirect() : hops; allowed <= hops; ++allowed) {
+      indirect_left_ = allowed;
+      capped_ = false;
+      if (attempt()) return true;
+      if (steps_left_ <= 0 || !capped_) return false;
     }
     return false;
   }
@@ -214,31 +303,33 @@ class RingSearch {
     }
     for (int next : hop_order(last, free)) {
       if (--steps_left_ < 0) return false;
-      if (!fits(last, next, bw)) continue;
+      const int cost = indirect(last, next) ? 1 : 0;
+      if (cost > indirect_left_) capped_ = true;
+      if (cost > indirect_left_ || !fits(last, next, bw)) continue;
       take(last, next, bw);
+      indirect_left_ -= cost;
       (*used)[next] = true;
       ring->push_back(next);
       if (extend(ring, used, exit, bw)) return true;
       ring->pop_back();
       (*used)[next] = false;
+      indirect_left_ += cost;
       take(last, next, -bw);
     }
     return false;
   }
 
   bool close(std::vector<int> *ring, int exit, double bw) {
-    int last = ring->back();
-    if (exit < 0) {  // close the cycle
-      int first = (*ring)[0];
-      if (last == first) return true;
-      if (!fits(last, first, bw)) return false;
-      take(last, first, bw);
-      return true;
+    const int last = ring->back();
+    const int to = exit < 0 ? (*ring)[0] : exit;  // exit -1: close the cycle
+    if (to == last) return true;
+    if (indirect(last, to) && indirect_left_ == 0) {
+      capped_ = true;
+      return false;
     }
-    if (exit == last) return true;
-    if (!fits(last, exit, bw)) return false;
-    take(last, exit, bw);
-    ring->push_back(exit);
+    if (!fits(last, to, bw)) return false;
+    take(last, to, bw);
+    if (exit >= 0) ring->push_back(exit);
     return true;
   }
 
@@ -249,6 +340,10 @@ class RingSearch {
   std::vector<double> capacity_;
   std::vector<double> remaining_;
   std::vector<int> nets_;
+  int islands_ = 1;
+  bool fewest_indirect_ = false;
+  int indirect_left_ = 0;  // indirect hops the ring being built may still take
+  bool capped_ = false;    // the allowance turned a hop away
 };
 
 // Deterministic ring when the search finds nothing: GPUs by id, one channel, through the first

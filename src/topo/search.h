@@ -1,7 +1,8 @@
 // Graph search on one host: rings through the GPUs in use that maximise channels x
 // per-channel bandwidth, subtracting each channel's bandwidth from the links it crosses, so
 // NVLink-rich machines get many channels and PCIe machines cross the CPU interconnect as
-// little as they can.  Bounded: a step budget, then a deterministic fallback ring.
+// little as they can; at equal bandwidth, the rings with the fewest indirect hops (hops whose
+// route is more than one link).  Bounded: a step budget, then a deterministic fallback ring.
 #pragma once
 
 #include <vector>

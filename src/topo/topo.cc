@@ -19,10 +19,12 @@ constexpr const char *kPathNames[] = {"LOC", "NVL", "NVB", "PIX", "PXB",
                                       "PHB", "SYS", "NET", "DIS"};
 constexpr const char *kTransportNames[] = {"P2P", "SHM", "NET"};
 
+// The value of `Enum` whose entry in `names` (indexed by the enum) is `name`.
 template <typename Enum, size_t N>
-bool from_name(const char *const (&names)[N], const std::string &name, Enum *out) {
+bool from_name(const char *const (&names)[N], const std::string &name, bool ignore_case,
+               Enum *out) {
   for (size_t i = 0; i < N; ++i) {
-    if (strcasecmp(names[i], name.c_str()) == 0) {
+    if (ignore_case ? strcasecmp(names[i], name.c_str()) == 0 : name == names[i]) {
       *out = static_cast<Enum>(i);
       return true;
     }
@@ -37,13 +39,13 @@ const char *link_type_name(LinkType type) { return kLinkNames[static_cast<int>(t
 const char *path_type_name(PathType type) { return kPathNames[static_cast<int>(type)]; }
 const char *transport_name(Transport t) { return kTransportNames[static_cast<int>(t)]; }
 bool node_type_from_name(const std::string &name, NodeType *out) {
-  return from_name(kNodeNames, name, out);
+  return from_name(kNodeNames, name, false, out);
 }
 bool link_type_from_name(const std::string &name, LinkType *out) {
-  return from_name(kLinkNames, name, out);
+  return from_name(kLinkNames, name, true, out);
 }
 bool path_type_from_name(const std::string &name, PathType *out) {
-  return from_name(kPathNames, name, out);
+  return from_name(kPathNames, name, true, out);
 }
 
 int Topology::add_node(Node node) {
@@ -54,21 +56,18 @@ int Topology::add_node(Node node) {
 
 void Topology::connect(int a, int b, LinkType type, double bw, double bw_back, int count,
                        int pci_gen, int pci_width) {
-  Link link;
-  link.type = type;
-  link.count = count;
-  link.pci_gen = pci_gen;
-  link.pci_width = pci_width;
-  link.from = a;
-  link.to = b;
-  link.bw = bw;
-  nodes[a].links.push_back(static_cast<int>(links.size()));
-  links.push_back(link);
-  link.from = b;
-  link.to = a;
-  link.bw = bw_back < 0 ? bw : bw_back;
-  nodes[b].links.push_back(static_cast<int>(links.size()));
-  links.push_back(link);
+  auto add = [&](int from, int to, double rate) {
+    nodes[from].links.push_back(static_cast<int>(links.size()));
+    links.push_back({.from = from,
+                     .to = to,
+                     .type = type,
+                     .bw = rate,
+                     .count = count,
+                     .pci_gen = pci_gen,
+                     .pci_width = pci_width});
+  };
+  add(a, b, bw);
+  add(b, a, bw_back < 0 ? bw : bw_back);
 }
 
 int Topology::find(NodeType type, const std::string &id) const {

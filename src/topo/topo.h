@@ -52,9 +52,11 @@ const char *node_type_name(NodeType type);  // "gpu", "nvswitch", "pci", "cpu", 
 const char *link_type_name(LinkType type);  // "nvlink", "pci", "cpu", "net"
 const char *path_type_name(PathType type);  // "LOC", "NVL", "NVB", "PIX", ...
 const char *transport_name(Transport t);    // "P2P", "SHM", "NET"
+// Names back to values; false for anything else.  Node type names are the topology file's
+// element names and match exactly ("gpu", not "GPU"); link and path type names in any case.
 bool node_type_from_name(const std::string &name, NodeType *out);
 bool link_type_from_name(const std::string &name, LinkType *out);
-bool path_type_from_name(const std::string &name, PathType *out);  // case-insensitive
+bool path_type_from_name(const std::string &name, PathType *out);
 
 struct Link {
   int from = -1;  // node indices

@@ -148,36 +148,19 @@ Status Loader::read_root(xmlNode *root) {
   return COHORT_SUCCESS;
 }
 
-bool node_type_of_element(const char *name, NodeType *type) {
-  for (int t = 0; t < static_cast<int>(NodeType::kCount); ++t) {
-    if (strcmp(name, node_type_name(static_cast<NodeType>(t))) == 0) {
-      *type = static_cast<NodeType>(t);
-      return true;
-    }
-  }
-  return false;
-}
-
 bool is_relation_element(const char *name) {
   return strcmp(name, "link") == 0 || strcmp(name, "no_p2p") == 0 || strcmp(name, "assumed") == 0;
 }
 
 // First pass: the nodes, so that links may name nodes written after them.
 Status Loader::read_nodes(xmlNode *root) {
-  for (xmlNode *child = root->children; child != nullptr; child = child->next) {
-    if (child->type != XML_ELEMENT_NODE) {
-      if (Status s = check_text(child); is_error(s)) return s;
-      continue;
-    }
+  return for_each_element(root, [&](xmlNode *child) {
     const char *name = c_chars(child->name);
     NodeType type;
-    if (child->ns == nullptr && node_type_of_element(name, &type)) {
-      if (Status s = read_node(child, type); is_error(s)) return s;
-    } else if (child->ns != nullptr || !is_relation_element(name)) {
-      return fail_unknown_element(child);
-    }
-  }
-  return COHORT_SUCCESS;
+    if (child->ns == nullptr && node_type_from_name(name, &type)) return read_node(child, type);
+    if (child->ns != nullptr || !is_relation_element(name)) return fail_unknown_element(child);
+    return COHORT_SUCCESS;
+  });
 }
 
 Status Loader::read_node(xmlNode *element, NodeType type) {

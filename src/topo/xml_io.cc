@@ -246,6 +246,10 @@ std::string DocWriter::finish() {
 
 // ------------------------------------------------------------------------------- reading
 
+bool is_named(xmlNode *element, const char *name) {
+  return element->ns == nullptr && strcmp(c_chars(element->name), name) == 0;
+}
+
 std::string quoted(const std::string &value) {
   constexpr size_t kMaxShown = 48;
   if (value.size() <= kMaxShown) return "'" + value + "'";
@@ -366,14 +370,10 @@ Status Reader::check_text(xmlNode *child) const {
 }
 
 Status Reader::check_leaf(xmlNode *element) const {
-  for (xmlNode *child = element->children; child != nullptr; child = child->next) {
-    if (child->type == XML_ELEMENT_NODE) {
-      return fail_at(line_of(child), strprintf("<%s> inside <%s>: it takes no content",
-                                               c_chars(child->name), c_chars(element->name)));
-    }
-    if (Status s = check_text(child); is_error(s)) return s;
-  }
-  return COHORT_SUCCESS;
+  return for_each_element(element, [&](xmlNode *child) {
+    return fail_at(line_of(child), strprintf("<%s> inside <%s>: it takes no content",
+                                             c_chars(child->name), c_chars(element->name)));
+  });
 }
 
 Status Reader::require(const Element &e, const char *attr, std::string *out) const {

@@ -20,6 +20,9 @@ namespace cohort::topo::xml_io {
 
 inline const char *c_chars(const xmlChar *text) { return reinterpret_cast<const char *>(text); }
 
+// `element` is <name>, in no namespace.
+bool is_named(xmlNode *element, const char *name);
+
 // Lines count from 1; libxml2 answers 0 or -1 when it does not know.
 inline long line_of(xmlNode *node) { return std::max(xmlGetLineNo(node), 1L); }
 
@@ -94,6 +97,16 @@ class Reader {
   Status check_leaf(xmlNode *element) const;
   // Whitespace and comments are all a file may hold outside elements.
   Status check_text(xmlNode *child) const;
+  // Calls `visit` (Status(xmlNode *)) on each child element of `parent` in order, checking
+  // what stands between them with check_text; the first error ends the walk.
+  template <typename Visit>
+  Status for_each_element(xmlNode *parent, Visit visit) const {
+    for (xmlNode *child = parent->children; child != nullptr; child = child->next) {
+      const Status s = child->type == XML_ELEMENT_NODE ? visit(child) : check_text(child);
+      if (is_error(s)) return s;
+    }
+    return COHORT_SUCCESS;
+  }
 
   Status require(const Element &e, const char *attr, std::string *out) const;
   // Strict, locale-independent numbers within bounds.  Leave *out alone when absent.

@@ -22,9 +22,6 @@
 namespace cohort::topo {
 namespace {
 
-const char *const kReferenceFiles[] = {"v100-4gpu-allpairs.xml", "h100-8gpu-nvswitch.xml",
-                                       "pcie-8gpu.xml", "pcie-2gpu-sys.xml", "vm-flat.xml"};
-
 // A topology and its paths, kept together because Paths is computed from the topology.
 struct Machine {
   explicit Machine(const std::string &name) : topo(load_reference(name)), paths(topo) {}
@@ -80,7 +77,7 @@ void expect_round_trip(const Machine &m, const std::vector<int> &gpus, bool cros
 // ------------------------------------------------------------------------ round trips
 
 TEST(GraphXmlRoundTrip, SearchedRingsOfEveryReferenceMachine) {
-  for (const char *name : kReferenceFiles) {
+  for (const char *name : kReferenceMachines) {
     const Machine m(name);
     const bool has_nics = !m.topo.of_type(NodeType::kNet).empty();
     for (bool cross_node : {false, true}) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 
+#include "topo/bandwidth.h"
 #include "topo/plan.h"
 #include "topo_fixture.h"
 
@@ -24,18 +25,25 @@ NodeSummary host_summary(int first_rank, int ranks, int channels, double bw, Pat
   return s;
 }
 
-// Each host's summary from one searched graph of the reference host (ranks host*8 + GPU).
-std::vector<NodeSummary> h100_job(int hosts, const NodeGraph &graph, const Topology &topo) {
+// Each host's summary from one searched graph of the reference host: rank host * G + i runs
+// on GPU i of G.
+std::vector<NodeSummary> job_of(int hosts, const NodeGraph &graph, const Topology &topo) {
   std::vector<int> gpus = all_gpus(topo);
+  const int per_host = static_cast<int>(gpus.size());
   std::vector<NodeSummary> nodes;
   nodes.reserve(hosts);
   for (int h = 0; h < hosts; ++h) {
     std::vector<LocalRank> locals;
-    for (size_t i = 0; i < gpus.size(); ++i)
-      locals.push_back({h * 8 + static_cast<int>(i), gpus[i], 0});
+    for (int i = 0; i < per_host; ++i) locals.push_back({h * per_host + i, gpus[i], 0});
     nodes.push_back(summarize_node(graph, locals));
   }
   return nodes;
+}
+
+NodeGraph cross_node_graph(const Topology &topo, const Paths &paths) {
+  SearchOptions options;
+  options.cross_node = true;
+  return search_rings(topo, paths, all_gpus(topo), options);
 }
 
 void expect_consistent(const Plan &plan, int team_size) {
@@ -166,11 +174,9 @@ TEST(TopoPlan, AlignTakesMinChannelsAndBandwidthAndMaxPathType) {
 TEST(TopoPlan, SixteenH100HostsJoinByTwoComplementaryTrees) {
   Topology topo = load_reference("h100-8gpu-nvswitch.xml");
   Paths paths(topo);
-  SearchOptions options;
-  options.cross_node = true;
-  NodeGraph graph = search_rings(topo, paths, all_gpus(topo), options);
+  NodeGraph graph = cross_node_graph(topo, paths);
   for (int hosts : {2, 16}) {
-    std::vector<NodeSummary> nodes = h100_job(hosts, graph, topo);
+    std::vector<NodeSummary> nodes = job_of(hosts, graph, topo);
     Plan plan;
     ASSERT_EQ(align_plan(nodes, hosts * 8, &plan), COHORT_SUCCESS) << last_error();
     ASSERT_GE(plan.channels, 2);
@@ -201,6 +207,50 @@ TEST(TopoPlan, SixteenH100HostsJoinByTwoComplementaryTrees) {
   }
 }
 
+// Two DGX-1-class hosts: within a host every ring hop is an NVLink of its own (no NVB hop
+// through a third GPU), and each ring leaves a host from, and enters the next at, a GPU on the
+// PCIe switch of the channel's NIC.
+TEST(TopoPlan, CubeMeshHostsHopOverDirectNvlinksAndCrossAtTheirNic) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  Paths paths(topo);
+  NodeGraph graph = cross_node_graph(topo, paths);
+  ASSERT_FALSE(graph.rings.empty());
+  const std::vector<int> gpus = all_gpus(topo);
+  const int hosts = 2;
+  const int ranks = hosts * static_cast<int>(gpus.size());
+  std::vector<NodeSummary> nodes = job_of(hosts, graph, topo);
+  Plan plan;
+  ASSERT_EQ(align_plan(nodes, ranks, &plan), COHORT_SUCCESS) << last_error();
+  expect_consistent(plan, ranks);
+  auto gpu_of = [&](int rank) { return gpus[rank % gpus.size()]; };
+  auto host_of = [&](int rank) { return rank / static_cast<int>(gpus.size()); };
+  for (int c = 0; c < plan.channels; ++c) {
+    const int net = graph.nets[c % graph.rings.size()];
+    ASSERT_GE(net, 0);
+    int crossings = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const int next = plan.ring_next(c, r);
+      const int from = gpu_of(r);
+      const int to = gpu_of(next);
+      if (host_of(next) == host_of(r)) {
+        EXPECT_TRUE(direct_nvlink(topo, from, to))
+            << "channel " << c << ", rank " << r << ": " << hop_text(topo, paths, from, to);
+        continue;
+      }
+      ++crossings;
+      EXPECT_EQ(paths.get(from, net).type, PathType::kPix)
+          << "channel " << c << " leaves host " << host_of(r) << " from " << topo.nodes[from].id;
+      EXPECT_EQ(paths.get(net, to).type, PathType::kPix)
+          << "channel " << c << " enters host " << host_of(next) << " at " << topo.nodes[to].id;
+    }
+    EXPECT_EQ(crossings, hosts);
+  }
+  EXPECT_EQ(plan.intra_type, PathType::kNvl);
+  EXPECT_EQ(plan.net_type, PathType::kPix);
+  // Every 100 Gb/s port carries a channel each way.
+  EXPECT_DOUBLE_EQ(plan.channels * plan.bw, 4 * nic_bw(100));
+}
+
 // NCCL once spent 26 s in an O(n^2) loop at 96k ranks: planning 16384 hosts x 8 GPUs (one
 // search per host shape, then alignment of every host) must stay well under a second.
 TEST(TopoPlan, SimulatedJobOf16384HostsPlansInUnderASecond) {
@@ -208,10 +258,8 @@ TEST(TopoPlan, SimulatedJobOf16384HostsPlansInUnderASecond) {
   Paths paths(topo);
   const int hosts = 16384;
   auto start = std::chrono::steady_clock::now();
-  SearchOptions options;
-  options.cross_node = true;
-  NodeGraph graph = search_rings(topo, paths, all_gpus(topo), options);
-  std::vector<NodeSummary> nodes = h100_job(hosts, graph, topo);
+  NodeGraph graph = cross_node_graph(topo, paths);
+  std::vector<NodeSummary> nodes = job_of(hosts, graph, topo);
   Plan plan;
   ASSERT_EQ(align_plan(nodes, hosts * 8, &plan), COHORT_SUCCESS) << last_error();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,9 +1,8 @@
-// Paths and ring search on the reference topologies: properties that a wrong model or a
-// wrong search breaks.
+// Ring search on the reference topologies: properties that a wrong model or a wrong search
+// breaks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "topo/bandwidth.h"
@@ -21,6 +20,16 @@ void expect_each_gpu_once(const NodeGraph &graph, const std::vector<int> &gpus) 
   }
 }
 
+// Every GPU-to-GPU hop of every ring is an NVLink between the two GPUs.
+void expect_direct_nvlink_hops(const Topology &topo, const Paths &paths, const NodeGraph &graph) {
+  for (size_t c = 0; c < graph.rings.size(); ++c) {
+    for (auto [a, b] : ring_hops(graph, c)) {
+      EXPECT_TRUE(direct_nvlink(topo, a, b))
+          << "channel " << c << ": " << hop_text(topo, paths, a, b);
+    }
+  }
+}
+
 NodeGraph search(const Topology &topo, const Paths &paths, bool cross_node = false) {
   SearchOptions options;
   options.cross_node = cross_node;
@@ -28,97 +37,6 @@ NodeGraph search(const Topology &topo, const Paths &paths, bool cross_node = fal
 }
 
 }  // namespace
-
-TEST(TopoPaths, NvSwitchHost) {
-  Topology topo = load_reference("h100-8gpu-nvswitch.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 8u);
-  for (int a : gpus) {
-    for (int b : gpus) {
-      const Path &p = paths.get(a, b);
-      if (a == b) {
-        EXPECT_EQ(p.type, PathType::kLoc);
-        continue;
-      }
-      EXPECT_EQ(p.type, PathType::kNvl) << topo.nodes[a].id << " " << topo.nodes[b].id;
-      EXPECT_DOUBLE_EQ(p.bw, 18 * nvlink_bw(90));
-      EXPECT_EQ(p.hops, 2);  // through the switch fabric
-      EXPECT_EQ(paths.gpu_transport(a, b), Transport::kP2p);
-    }
-  }
-  // Each NIC shares a PCIe switch with two GPUs (PIX), the other switch of its CPU is PHB,
-  // the other CPU SYS.
-  std::vector<int> nics = topo.of_type(NodeType::kNic);
-  ASSERT_EQ(nics.size(), 8u);
-  for (int nic : nics) {
-    std::map<PathType, int> by_type;
-    for (int g : gpus) by_type[paths.get(g, nic).type]++;
-    EXPECT_EQ(by_type[PathType::kPix], 2) << topo.nodes[nic].id;
-    EXPECT_EQ(by_type[PathType::kPhb], 2) << topo.nodes[nic].id;
-    EXPECT_EQ(by_type[PathType::kSys], 4) << topo.nodes[nic].id;
-  }
-}
-
-TEST(TopoPaths, PcieBoxTypes) {
-  Topology topo = load_reference("pcie-8gpu.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 8u);
-  std::map<PathType, int> by_type;
-  for (int a : gpus) {
-    for (int b : gpus) {
-      if (a == b) continue;
-      PathType t = paths.get(a, b).type;
-      by_type[t]++;
-      bool same_switch = parent_of(topo, a) == parent_of(topo, b);
-      EXPECT_EQ(t == PathType::kPix, same_switch);
-    }
-  }
-  // Ordered pairs: 8 under a shared switch, 16 under one CPU, 32 across CPUs.
-  EXPECT_EQ(by_type[PathType::kPix], 8);
-  EXPECT_EQ(by_type[PathType::kPhb], 16);
-  EXPECT_EQ(by_type[PathType::kSys], 32);
-  EXPECT_EQ(by_type.size(), 3u);
-}
-
-TEST(TopoPaths, TwoGpusOnTwoCpusUseShmUnlessP2pLevelAllowsSys) {
-  Topology topo = load_reference("pcie-2gpu-sys.xml");
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_EQ(gpus.size(), 2u);
-  Paths paths(topo);
-  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kSys);
-  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[1]), Transport::kShm);
-  EXPECT_EQ(paths.gpu_transport(gpus[0], gpus[0]), Transport::kP2p);
-  PathOptions sys;
-  sys.p2p_level = PathType::kSys;
-  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kP2p);
-  // A pair the CUDA runtime refuses stays SHM at any level.
-  topo.no_p2p.push_back({topo.nodes[gpus[0]].id, topo.nodes[gpus[1]].id});
-  EXPECT_EQ(Paths(topo, sys).gpu_transport(gpus[0], gpus[1]), Transport::kShm);
-}
-
-TEST(TopoPaths, AllPairsNvlinkIsDirect) {
-  Topology topo = load_reference("v100-4gpu-allpairs.xml");
-  Paths paths(topo);
-  for (int a : all_gpus(topo)) {
-    for (int b : all_gpus(topo)) {
-      if (a == b) continue;
-      EXPECT_EQ(paths.get(a, b).type, PathType::kNvl);
-      EXPECT_EQ(paths.get(a, b).hops, 1);
-      EXPECT_DOUBLE_EQ(paths.get(a, b).bw, 2 * nvlink_bw(70));
-    }
-  }
-}
-
-TEST(TopoPaths, FlatVmGoesThroughTheHostBridge) {
-  Topology topo = load_reference("vm-flat.xml");
-  Paths paths(topo);
-  std::vector<int> gpus = all_gpus(topo);
-  ASSERT_GE(gpus.size(), 2u);
-  EXPECT_EQ(paths.get(gpus[0], gpus[1]).type, PathType::kPhb);
-  EXPECT_FALSE(topo.assumptions.empty());
-}
 
 TEST(TopoSearch, NvSwitchRingsAreNvlinkAndFillTheLinks) {
   Topology topo = load_reference("h100-8gpu-nvswitch.xml");
@@ -151,6 +69,36 @@ TEST(TopoSearch, AllPairsEveryHopIsNvlink) {
   }
   // 12 directed pair links of 40 GB/s, 4 per ring: six rings of 20 fill every one.
   EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, 12 * 2 * nvlink_bw(70) / 4);
+}
+
+// DGX-1-class hybrid cube-mesh: 16 of the 28 GPU pairs have NVLinks of their own; the others
+// are NVB, so a ring hop between them spends NVLinks of the GPUs it passes through.
+TEST(TopoSearch, CubeMeshRingsHopOnlyOverDirectNvlinks) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  Paths paths(topo);
+  NodeGraph graph = search(topo, paths);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  expect_direct_nvlink_hops(topo, paths, graph);
+  EXPECT_EQ(graph.intra_type, PathType::kNvl);
+  // A GPU's six NVLinks carry 120 GB/s out of it: the rings use at least 90% and no more.
+  const double links_out = 6 * nvlink_bw(70);
+  EXPECT_GE(graph.rings.size() * graph.bw, 0.9 * links_out)
+      << graph.rings.size() << " channels x " << graph.bw << " GB/s";
+  EXPECT_LE(graph.rings.size() * graph.bw, links_out + 1e-9);
+  EXPECT_FALSE(graph.fallback);
+}
+
+// Seven GPUs of the cube-mesh (0000:0b:00.0 left out): 4 rings of 20 GB/s fit with or without
+// NVB hops; among rings of equal bandwidth the search keeps those without.
+TEST(TopoSearch, CubeMeshTeamOfSevenPrefersDirectHopsAtEqualBandwidth) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  Paths paths(topo);
+  std::vector<int> seven = all_gpus(topo);
+  seven.erase(std::find(seven.begin(), seven.end(), node_index(topo, "0000:0b:00.0")));
+  NodeGraph graph = search_rings(topo, paths, seven, SearchOptions{});
+  expect_each_gpu_once(graph, seven);
+  expect_direct_nvlink_hops(topo, paths, graph);
+  EXPECT_DOUBLE_EQ(graph.rings.size() * graph.bw, 4 * nvlink_bw(70));
 }
 
 TEST(TopoSearch, PcieBoxCrossesTheCpuLinkTwiceAndKeepsSwitchPairsAdjacent) {
@@ -204,9 +152,9 @@ TEST(TopoSearch, CrossNodeRingsEnterAndLeaveNextToTheirNic) {
 
 // Rings leave the host on every reference machine with a NIC, within the port's bandwidth.
 TEST(TopoSearch, CrossNodeRingsOnEveryMachineWithANic) {
-  for (const char *name : {"v100-4gpu-allpairs.xml", "pcie-8gpu.xml", "vm-flat.xml",
-                           "pcie-16gpu.xml", "h100-8gpu-nvswitch.xml"}) {
+  for (const char *name : kReferenceMachines) {
     Topology topo = load_reference(name);
+    if (topo.of_type(NodeType::kNet).empty()) continue;
     Paths paths(topo);
     NodeGraph graph = search(topo, paths, true);
     SCOPED_TRACE(name);

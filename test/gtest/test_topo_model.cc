@@ -37,6 +37,31 @@ Topology two_gpus_on_a_switch() {
 
 }  // namespace
 
+// Every name reads back to its value; node type names are element names and match exactly,
+// link and path type names in any case.
+TEST(TopoModel, NamesReadBack) {
+  for (int t = 0; t < static_cast<int>(NodeType::kCount); ++t) {
+    NodeType back = NodeType::kCount;
+    EXPECT_TRUE(node_type_from_name(node_type_name(static_cast<NodeType>(t)), &back));
+    EXPECT_EQ(back, static_cast<NodeType>(t));
+  }
+  for (int t = 0; t < static_cast<int>(PathType::kCount); ++t) {
+    PathType back = PathType::kCount;
+    EXPECT_TRUE(path_type_from_name(path_type_name(static_cast<PathType>(t)), &back));
+    EXPECT_EQ(back, static_cast<PathType>(t));
+  }
+  NodeType node;
+  EXPECT_FALSE(node_type_from_name("GPU", &node));
+  EXPECT_FALSE(node_type_from_name("link", &node));
+  LinkType link;
+  ASSERT_TRUE(link_type_from_name("NVLink", &link));
+  EXPECT_EQ(link, LinkType::kNvLink);
+  PathType path;
+  ASSERT_TRUE(path_type_from_name("nvb", &path));
+  EXPECT_EQ(path, PathType::kNvb);
+  EXPECT_FALSE(path_type_from_name("NV", &path));
+}
+
 TEST(TopoModel, NormalizesBusIds) {
   EXPECT_EQ(normalize_bus_id("0000:B1:00.0"), "0000:b1:00.0");
   EXPECT_EQ(normalize_bus_id("b1:00.0"), "0000:b1:00.0");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -21,16 +22,10 @@
 #include "topo/bandwidth.h"
 #include "topo/topo.h"
 #include "topo/xml.h"
+#include "topo_fixture.h"
 
 namespace cohort::topo {
 namespace {
-
-std::string data_path(const std::string &name) {
-  return std::string(COHORT_TEST_DATA_DIR) + "/topo/" + name;
-}
-
-const char *const kReferenceFiles[] = {"v100-4gpu-allpairs.xml", "h100-8gpu-nvswitch.xml",
-                                       "pcie-8gpu.xml", "pcie-2gpu-sys.xml", "vm-flat.xml"};
 
 std::string read_text(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -39,29 +34,11 @@ std::string read_text(const std::string &path) {
   return text.str();
 }
 
-Topology load_reference(const std::string &name) {
-  Topology topo;
-  EXPECT_EQ(read_xml_file(data_path(name), &topo), COHORT_SUCCESS) << last_error();
-  return topo;
-}
-
 Node make_node(NodeType type, const std::string &id) {
   Node node;
   node.type = type;
   node.id = id;
   return node;
-}
-
-// The node with this id, whatever its type (ids in these tests are unique across types).
-int node_index(const Topology &topo, const std::string &id) {
-  int found = -1;
-  for (size_t i = 0; i < topo.nodes.size(); ++i) {
-    if (topo.nodes[i].id != id) continue;
-    EXPECT_EQ(found, -1) << "two nodes have the id " << id;
-    found = static_cast<int>(i);
-  }
-  EXPECT_GE(found, 0) << "no node " << id;
-  return found;
 }
 
 // The directed link a -> b; fails the test (and returns a zero link) when there is none.
@@ -81,6 +58,16 @@ std::set<std::string> neighbours(const Topology &topo, const std::string &id, No
     if (other.type == type) out.insert(other.id);
   }
   return out;
+}
+
+// Every PCI switch has `gpus` GPUs and `nics` NICs below it and one CPU above.
+void expect_every_switch_holds(const Topology &topo, size_t gpus, size_t nics) {
+  for (int s : topo.of_type(NodeType::kPci)) {
+    const std::string &id = topo.nodes[s].id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kGpu).size(), gpus) << id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kNic).size(), nics) << id;
+    EXPECT_EQ(neighbours(topo, id, NodeType::kCpu).size(), 1u) << id;
+  }
 }
 
 struct Counts {
@@ -215,12 +202,7 @@ TEST(TopoXmlReference, H100NvSwitch) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4",
                                           "mlx5_5", "mlx5_6", "mlx5_7"}));
-  for (int s : topo.of_type(NodeType::kPci)) {
-    const std::string &id = topo.nodes[s].id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kGpu).size(), 2u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kNic).size(), 2u) << id;
-    EXPECT_EQ(neighbours(topo, id, NodeType::kCpu).size(), 1u) << id;
-  }
+  expect_every_switch_holds(topo, 2, 2);
   // GPU 0 and its NIC share the first switch of socket 0; GPU 7 and its NIC the last of socket 1.
   EXPECT_EQ(neighbours(topo, "0000:1b:00.0", NodeType::kPci),
             std::set<std::string>{"0000:16:00.0"});
@@ -231,6 +213,60 @@ TEST(TopoXmlReference, H100NvSwitch) {
   EXPECT_DOUBLE_EQ(link(topo, "0000:df:00.0", "0000:cb:00.0").bw, pci_bw(5, 16));
   EXPECT_DOUBLE_EQ(link(topo, "net7", "0000:dc:00.0").bw, nic_bw(400));
   EXPECT_EQ(topo.nodes[node_index(topo, "net7")].name, "mlx5_7");
+}
+
+TEST(TopoXmlReference, V100CubeMesh) {
+  Topology topo = load_reference("v100-8gpu-cubemesh.xml");
+  expect_counts(topo,
+                {.gpu = 8, .nvswitch = 0, .pci = 4, .cpu = 2, .nic = 4, .net = 4, .links = 37});
+  const std::vector<int> gpus = topo.of_type(NodeType::kGpu);
+  // Six NVLinks per GPU, over four peers: three in its quad, its peer in the other quad.
+  std::map<int, int> links_by_count;
+  for (int g : gpus) {
+    const Node &gpu = topo.nodes[g];
+    SCOPED_TRACE(gpu.id);
+    EXPECT_EQ(gpu.sm, 70);
+    int nvlinks = 0, peers = 0;
+    for (int l : gpu.links) {
+      const Link &out = topo.links[l];
+      if (out.type != LinkType::kNvLink) continue;
+      EXPECT_EQ(topo.nodes[out.to].type, NodeType::kGpu);
+      EXPECT_DOUBLE_EQ(out.bw, out.count * nvlink_bw(70));
+      nvlinks += out.count;
+      ++peers;
+      links_by_count[out.count]++;
+    }
+    EXPECT_EQ(nvlinks, 6);
+    EXPECT_EQ(peers, 4);
+  }
+  EXPECT_EQ(links_by_count[1], 16);  // directed: 8 single and 8 doubled pairs
+  EXPECT_EQ(links_by_count[2], 16);
+  // GPU k of a quad: linked to the three others of its quad and to GPU k of the other quad.
+  const std::vector<std::string> quads[] = {
+      {"0000:06:00.0", "0000:07:00.0", "0000:0a:00.0", "0000:0b:00.0"},
+      {"0000:85:00.0", "0000:86:00.0", "0000:89:00.0", "0000:8a:00.0"}};
+  for (int q = 0; q < 2; ++q) {
+    for (size_t k = 0; k < 4; ++k) {
+      std::set<std::string> want(quads[q].begin(), quads[q].end());
+      want.erase(quads[q][k]);
+      want.insert(quads[1 - q][k]);
+      EXPECT_EQ(neighbours(topo, quads[q][k], NodeType::kGpu), want);
+    }
+  }
+  EXPECT_EQ(link(topo, "0000:06:00.0", "0000:85:00.0").count, 2);
+  EXPECT_EQ(link(topo, "0000:0a:00.0", "0000:89:00.0").count, 1);
+  EXPECT_EQ(topo.link_between(node_index(topo, "0000:06:00.0"), node_index(topo, "0000:86:00.0")),
+            -1);
+  // Each switch: two GPUs, one 100 Gb/s NIC, one CPU above it, Gen3 x16 throughout.
+  expect_every_switch_holds(topo, 2, 1);
+  EXPECT_EQ(neighbours(topo, "0000:03:00.0", NodeType::kGpu),
+            (std::set<std::string>{"0000:06:00.0", "0000:07:00.0"}));
+  EXPECT_EQ(neighbours(topo, "0000:88:00.0", NodeType::kCpu), std::set<std::string>{"cpu1"});
+  EXPECT_DOUBLE_EQ(link(topo, "0000:86:00.0", "0000:83:00.0").bw, pci_bw(3, 16));
+  EXPECT_DOUBLE_EQ(link(topo, "cpu0", "cpu1").bw, cpu_link_bw("intel"));
+  for (int n : topo.of_type(NodeType::kNic)) EXPECT_EQ(topo.nodes[n].speed_gbps, 100);
+  EXPECT_DOUBLE_EQ(link(topo, "0000:8c:00.0", "net3").bw, nic_bw(100));
+  EXPECT_EQ(topo.nodes[node_index(topo, "0000:8c:00.0")].name, "mlx5_3");
 }
 
 TEST(TopoXmlReference, Pcie8Gpu) {
@@ -295,7 +331,7 @@ TEST(TopoXmlReference, VmFlat) {
 // ------------------------------------------------------------------------ round trips
 
 TEST(TopoXmlRoundTrip, ReferenceFilesDumpLoadDumpIsIdentical) {
-  for (const char *name : kReferenceFiles) {
+  for (const char *name : kReferenceMachines) {
     SCOPED_TRACE(name);
     Topology first = load_reference(name);
     const std::string dump = to_xml(first);
@@ -900,7 +936,7 @@ TEST(TopoXmlFuzz, RandomGarbage) {
 
 TEST(TopoXmlFuzz, EveryTruncationOfTheReferenceFiles) {
   for (const char *name : {"v100-4gpu-allpairs.xml", "vm-flat.xml", "pcie-2gpu-sys.xml"}) {
-    const std::string text = read_text(data_path(name));
+    const std::string text = read_text(reference_path(name));
     ASSERT_FALSE(text.empty()) << name;
     const size_t complete = text.rfind("</cohort_topology>") + strlen("</cohort_topology>");
     for (size_t length = 0; length <= text.size(); ++length) {
@@ -917,7 +953,7 @@ TEST(TopoXmlFuzz, EveryTruncationOfTheReferenceFiles) {
 }
 
 TEST(TopoXmlFuzz, RandomEditsOfAReferenceFile) {
-  const std::string text = read_text(data_path("h100-8gpu-nvswitch.xml"));
+  const std::string text = read_text(reference_path("h100-8gpu-nvswitch.xml"));
   ASSERT_FALSE(text.empty());
   std::mt19937 random(777);
   const std::string alphabet = "<>/=\" \n0123456789abcdef:.-xgpulinkcvsw&;#";
@@ -998,7 +1034,7 @@ TEST(TopoXmlFile, UnwritablePathIsASystemError) {
 // ----------------------------------------------------------------------------- threads
 
 TEST(TopoXmlThreads, ConcurrentLoadsAreIndependent) {
-  const std::string good = read_text(data_path("h100-8gpu-nvswitch.xml"));
+  const std::string good = read_text(reference_path("h100-8gpu-nvswitch.xml"));
   const std::string expected_dump = to_xml(load_reference("h100-8gpu-nvswitch.xml"));
   const std::string bad = with_line_6("<gpu id=\"nope\"/>");
   constexpr int kThreads = 8;

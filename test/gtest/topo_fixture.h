@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,25 @@
 
 namespace cohort::topo {
 
+// gtest prints path types by name ("NVB") rather than as bytes.
+inline void PrintTo(PathType type, std::ostream *out) { *out << path_type_name(type); }
+
+// Every file of test/data/topo (README.md there describes each).
+inline constexpr const char *kReferenceMachines[] = {"v100-4gpu-allpairs.xml",
+                                                     "h100-8gpu-nvswitch.xml",
+                                                     "pcie-8gpu.xml",
+                                                     "pcie-2gpu-sys.xml",
+                                                     "vm-flat.xml",
+                                                     "pcie-16gpu.xml",
+                                                     "v100-8gpu-cubemesh.xml"};
+
+inline std::string reference_path(const std::string &name) {
+  return std::string(COHORT_TEST_DATA_DIR) + "/topo/" + name;
+}
+
 inline Topology load_reference(const std::string &name) {
   Topology topo;
-  std::string path = std::string(COHORT_TEST_DATA_DIR) + "/topo/" + name;
+  const std::string path = reference_path(name);
   Status s = read_xml_file(path, &topo);
   EXPECT_EQ(s, COHORT_SUCCESS) << path << ": " << last_error();
   return topo;
@@ -34,6 +51,30 @@ inline std::vector<std::pair<int, int>> ring_hops(const NodeGraph &graph, size_t
     hops.push_back({ring[i], ring[(i + 1) % ring.size()]});
   }
   return hops;
+}
+
+// The node with this id, whatever its type (ids in these tests are unique across types).
+inline int node_index(const Topology &topo, const std::string &id) {
+  int found = -1;
+  for (size_t i = 0; i < topo.nodes.size(); ++i) {
+    if (topo.nodes[i].id != id) continue;
+    EXPECT_EQ(found, -1) << "two nodes have the id " << id;
+    found = static_cast<int>(i);
+  }
+  EXPECT_GE(found, 0) << "no node " << id;
+  return found;
+}
+
+// GPUs a and b have an NVLink link of their own (not a route through a GPU, a switch or a CPU).
+inline bool direct_nvlink(const Topology &topo, int a, int b) {
+  const int l = topo.link_between(a, b);
+  return l >= 0 && topo.links[l].type == LinkType::kNvLink;
+}
+
+// "0000:06:00.0 -> 0000:86:00.0 (NVB)", for messages.
+inline std::string hop_text(const Topology &topo, const Paths &paths, int a, int b) {
+  return topo.nodes[a].id + " -> " + topo.nodes[b].id + " (" +
+         path_type_name(paths.get(a, b).type) + ")";
 }
 
 // The PCI switch (or CPU) a GPU hangs off.
