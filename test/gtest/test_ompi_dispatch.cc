@@ -148,20 +148,35 @@ TEST(OmpiDispatch, TheCudaDriverTellsDeviceManagedAndHostMemoryApart) {
 #endif
 }
 
+TEST(OmpiMpiMap, EveryTypeCohortMapsToMpiMapsBack) {
+  int mapped = 0;
+  for (int d = 0; d < COHORT_NUM_DTYPES; ++d) {
+    const auto dtype = static_cast<cohort_dtype_t>(d);
+    MPI_Datatype datatype = MPI_DATATYPE_NULL;
+    if (cohort_dtype_to_mpi(dtype, &datatype) != COHORT_SUCCESS) continue;
+    EXPECT_EQ(reduction_dtype(datatype), dtype) << "dtype " << d;
+    ++mapped;
+  }
+  EXPECT_EQ(mapped, COHORT_NUM_DTYPES - 2);  // all but fp16 and bf16
+}
+
 TEST(OmpiMpiMap, PredefinedCTypesMapToCohortTypesBySizeAndSign) {
   EXPECT_EQ(reduction_dtype(MPI_FLOAT), COHORT_FLOAT32);
   EXPECT_EQ(reduction_dtype(MPI_DOUBLE), COHORT_FLOAT64);
   EXPECT_EQ(reduction_dtype(MPI_INT), COHORT_INT32);
   EXPECT_EQ(reduction_dtype(MPI_UNSIGNED), COHORT_UINT32);
   EXPECT_EQ(reduction_dtype(MPI_INT8_T), COHORT_INT8);
+  EXPECT_EQ(reduction_dtype(MPI_SIGNED_CHAR), COHORT_INT8);
   EXPECT_EQ(reduction_dtype(MPI_UNSIGNED_CHAR), COHORT_UINT8);
   EXPECT_EQ(reduction_dtype(MPI_LONG_LONG), COHORT_INT64);
+  EXPECT_EQ(reduction_dtype(MPI_UNSIGNED_LONG_LONG), COHORT_UINT64);
   EXPECT_EQ(reduction_dtype(MPI_UINT64_T), COHORT_UINT64);
   EXPECT_EQ(reduction_dtype(MPI_LONG), sizeof(long) == 8 ? COHORT_INT64 : COHORT_INT32);
 }
 
 TEST(OmpiMpiMap, TypesAndOpsCohortLacksHaveNoMapping) {
   EXPECT_EQ(reduction_dtype(MPI_SHORT), std::nullopt);
+  EXPECT_EQ(reduction_dtype(MPI_UINT16_T), std::nullopt);
   EXPECT_EQ(reduction_dtype(MPI_DOUBLE_INT), std::nullopt);
   EXPECT_EQ(reduction_dtype(MPI_LONG_DOUBLE), std::nullopt);
   EXPECT_EQ(reduction_dtype(MPI_CHAR), std::nullopt);
