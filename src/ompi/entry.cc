@@ -4,10 +4,10 @@
 #include <sstream>
 #include <string>
 
-#include "core/log.h"
-#include "ompi/coll_cohort.h"
-#include "ompi/comm_state.h"
-#include "ompi/mpi_map.h"
+#include "coll_cohort.h"
+#include "comm_state.h"
+#include "component.h"
+#include "mpi_map.h"
 
 struct coll_cohort_comm : cohort::ompi::CommState {
   using CommState::CommState;
@@ -47,11 +47,10 @@ int parse_collectives(const char *list) {
       if (item == c.name) mask |= c.bit, known = true;
     }
     if (!known) {
-      COHORT_LOG_WARN(COLL,
-                      "coll/cohort: coll_cohort_collectives names '%s', which is not one of "
-                      "allreduce, bcast, reduce, allgather, reduce_scatter_block, alltoall, "
-                      "barrier: ignored",
-                      item.c_str());
+      say(kWarning,
+          "coll_cohort_collectives names '%s', which is not one of allreduce, bcast, reduce, "
+          "allgather, reduce_scatter_block, alltoall, barrier: ignored",
+          item.c_str());
     }
   }
   return mask;
@@ -62,9 +61,8 @@ int parse_collectives(const char *list) {
 cohort_team_t admit(CommState *state, Coll coll, const CallBuffers &buffers) {
   if (busy()) return state->fall_back(coll, Fallback::kReentered), nullptr;
   if (state->failed_before()) return state->fall_back(coll, Fallback::kAfterFailure), nullptr;
-  MemoryType type = MemoryType::kHost;
-  if (auto reason =
-          memory_rule(buffers, params().host_buffers != 0, memory_type_detector(), &type)) {
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  if (auto reason = memory_rule(buffers, params().host_buffers, cohort_memory_kind, &kind)) {
     return state->fall_back(coll, *reason), nullptr;
   }
   cohort_team_t team = state->team(coll);
@@ -112,8 +110,8 @@ using namespace cohort::ompi;
 
 extern "C" {
 
-int coll_cohort_configure(const coll_cohort_params_t *p) {
-  set_params(*p);
+int coll_cohort_configure(const coll_cohort_params_t *p, coll_cohort_output_fn_t output) {
+  configure(*p, output);
   return p->enable ? parse_collectives(p->collectives) : 0;
 }
 
@@ -188,12 +186,12 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
   cohort_op_t cop;
   if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
   const bool in_place = sbuf == MPI_IN_PLACE;
-  MemoryType type = MemoryType::kHost;
   if (in_place) {
     // MPI keeps the result at the start of the buffer, Cohort (as NCCL) in this rank's block:
     // the block is moved after the call, which only the CPU can do.
-    memory_rule({nullptr, rbuf}, true, memory_type_detector(), &type);
-    if (type != MemoryType::kHost) {
+    cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+    memory_rule({nullptr, rbuf}, true, cohort_memory_kind, &kind);
+    if (kind != COHORT_MEMORY_HOST) {
       return state->fall_back(coll, Fallback::kRefused, "in place on device memory");
     }
   }
