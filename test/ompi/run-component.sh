@@ -1,9 +1,9 @@
 #!/bin/sh
 # TAP test of the Open MPI coll component: installed into a staging folder, loaded through
-# mca_base_component_path, it must run unmodified C and Fortran MPI programs at np 2, 3, 4 with
-# the same results as Open MPI's own modules, show up in coll_base_verbose, fall back for what
-# it does not take, obey its MCA parameters, and speak through Open MPI's output
-# ("[host:pid] coll:cohort: ...").
+# mca_base_component_path, it must export only its component structure, run unmodified C and
+# Fortran MPI programs at np 2, 3, 4 with the same results as Open MPI's own modules, show up in
+# coll_base_verbose, fall back for what it does not take, obey its MCA parameters, and speak
+# through Open MPI's output ("[host:pid] coll:cohort: ...").
 # Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, MPIFORT, MPI_CFLAGS,
 # MPI_LIBS, SANITIZER_FLAGS, HAVE_COMPONENT.
 stage=$(mktemp -d)
@@ -21,13 +21,22 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..21"
+echo "1..23"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
 component_dir=$libdir/cohort/openmpi
 { test -f "$component_dir/mca_coll_cohort.so" && ! test -e "$component_dir/mca_coll_cohort.la"; } >>"$log" 2>&1
 result $? "make install puts mca_coll_cohort.so (and no .la) in \$libdir/cohort/openmpi"
+
+# Open MPI looks up mca_coll_cohort_component; nothing else of ours may be visible to it.
+nm -D --defined-only "$component_dir/mca_coll_cohort.so" >"$log" 2>&1 &&
+  [ "$(awk '{print $3}' "$log")" = mca_coll_cohort_component ]
+result $? "mca_coll_cohort.so exports mca_coll_cohort_component and nothing else (nm -D)"
+# What it needs of Cohort is the C API: libcohort.so exports nothing else.
+nm -D --undefined-only "$component_dir/mca_coll_cohort.so" >"$log" 2>&1 &&
+  grep -q ' cohort_allreduce$' "$log" && ! grep -i cohort "$log" | grep -qv ' U cohort_'
+result $? "mca_coll_cohort.so uses Cohort's C API only (every Cohort symbol it needs is cohort_*)"
 
 # The default component folder stays on the path after ours, as the README shows.
 default_dir=$(ompi_info --parsable --param mca base --level 9 2>/dev/null |

@@ -1,7 +1,7 @@
 /* Open MPI 4.1 glue (coll framework 2.0.0, module 2.3.0): the component, its MCA parameters,
  * its output stream, the module and the fallback to the module below us.  Everything else is
  * in the C++ logic behind coll_cohort.h.  Built against the installed Open MPI's development
- * headers. */
+ * headers, with hidden visibility: the component structure is the one symbol it exports. */
 #include "ompi_config.h"
 
 #include "mpi.h"
@@ -169,6 +169,7 @@ static int cohort_close(void);
 static int cohort_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority);
 
+OMPI_MODULE_DECLSPEC extern mca_coll_base_component_2_0_0_t mca_coll_cohort_component;
 mca_coll_base_component_2_0_0_t mca_coll_cohort_component = {
     .collm_version =
         {
