@@ -77,18 +77,50 @@ int comm_rank(const CommState *state) {
   return rank;
 }
 
-// The bytes of one rank's block in a data-movement call, when both sides are contiguous and
-// the same size; false after counting the fallback otherwise.
-bool block_bytes(CommState *state, Coll coll, bool in_place, MPI_Datatype sdtype, int scount,
-                 MPI_Datatype rdtype, int rcount, size_t *block) {
-  auto recv = contiguous_bytes(rdtype, rcount);
-  auto sent = in_place ? recv : contiguous_bytes(sdtype, scount);
-  if (!recv || !sent) return state->fall_back(coll, Fallback::kNotContiguous), false;
-  if (*sent != *recv) {
-    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ"), false;
+// The arguments of allgather and alltoall, which take the same ones.
+struct BlockCall {
+  const void *sbuf;
+  int scount;
+  MPI_Datatype sdtype;
+  void *rbuf;
+  int rcount;
+  MPI_Datatype rdtype;
+};
+
+// The bytes of one rank's block, when both sides are contiguous and the same size; nothing
+// after counting the fallback otherwise.
+std::optional<size_t> block_bytes(CommState *state, Coll coll, const BlockCall &call,
+                                  bool in_place) {
+  auto recv = contiguous_bytes(call.rdtype, call.rcount);
+  auto sent = in_place ? recv : contiguous_bytes(call.sdtype, call.scount);
+  if (!recv || !sent) {
+    state->fall_back(coll, Fallback::kNotContiguous);
+    return std::nullopt;
   }
-  *block = *recv;
-  return true;
+  if (*sent != *recv) {
+    state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+    return std::nullopt;
+  }
+  return recv;
+}
+
+// Allgather and alltoall: blocks of bytes, checked and admitted alike; only the Cohort call
+// and allgather's in-place send block differ.
+int run_blocks(CommState *state, Coll coll, const BlockCall &call, int *rc) {
+  const bool in_place = call.sbuf == MPI_IN_PLACE;
+  auto block = block_bytes(state, coll, call, in_place);
+  if (!block) return 0;
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : call.sbuf, call.rbuf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  if (coll == Coll::kAllgather) {
+    // In place, this rank's block is already in its slot: Cohort's convention exactly.
+    const void *send =
+        in_place ? static_cast<const char *>(call.rbuf) + comm_rank(state) * *block : call.sbuf;
+    return state->finish(coll, cohort_allgather(team, send, call.rbuf, *block, COHORT_UINT8), rc);
+  }
+  const void *send = in_place ? call.rbuf : call.sbuf;
+  return state->finish(coll, cohort_alltoall(team, send, call.rbuf, *block, COHORT_UINT8), rc);
 }
 
 // A reduction's element type and op, or the fallback reason.
@@ -167,16 +199,7 @@ int coll_cohort_bcast(coll_cohort_comm_t *state, void *buf, int count, MPI_Datat
 int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scount,
                           MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
                           int *rc) {
-  const Coll coll = Coll::kAllgather;
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  size_t block = 0;
-  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  // In place, this rank's block is already in its slot: Cohort's convention exactly.
-  const void *send = in_place ? static_cast<const char *>(rbuf) + comm_rank(state) * block : sbuf;
-  BusyScope busy;
-  return state->finish(coll, cohort_allgather(team, send, rbuf, block, COHORT_UINT8), rc);
+  return run_blocks(state, Coll::kAllgather, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
 }
 
 int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
@@ -213,15 +236,7 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
 int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,
                          MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
                          int *rc) {
-  const Coll coll = Coll::kAlltoall;
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  size_t block = 0;
-  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(
-      coll, cohort_alltoall(team, in_place ? rbuf : sbuf, rbuf, block, COHORT_UINT8), rc);
+  return run_blocks(state, Coll::kAlltoall, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
 }
 
 int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc) {

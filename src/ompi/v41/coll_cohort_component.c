@@ -102,16 +102,6 @@ static int cohort_reduce(const void *sbuf, void *rbuf, int count, struct ompi_da
   return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
 }
 
-static int cohort_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_allgather(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc;
-  return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                           m->prev_allgather_module);
-}
-
 static int cohort_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        struct ompi_communicator_t *comm,
@@ -123,15 +113,19 @@ static int cohort_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       m->prev_reduce_scatter_block_module);
 }
 
-static int cohort_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_alltoall(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc;
-  return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                          m->prev_alltoall_module);
-}
+/* Allgather and alltoall take the same arguments: one definition serves both. */
+#define COHORT_BLOCKS_COLL(name)                                                                 \
+  static int cohort_##name(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,         \
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,              \
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {  \
+    mca_coll_cohort_module_t *m = MODULE(module);                                                \
+    int rc;                                                                                      \
+    if (coll_cohort_##name(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc; \
+    return m->prev_##name(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,                      \
+                          m->prev_##name##_module);                                              \
+  }
+COHORT_BLOCKS_COLL(allgather)
+COHORT_BLOCKS_COLL(alltoall)
 
 static int cohort_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_cohort_module_t *m = MODULE(module);
