@@ -122,29 +122,21 @@ cohort_status_t run_cohort(cohort_team_t team, const Call &c) {
 
 namespace {
 
-// fp16 and bf16 move as 16-bit words: data movement needs no arithmetic type.
+// Cohort's mapping (cohort_dtype_to_mpi), except for fp16 and bf16, which have no MPI type:
+// they move as 16-bit words (data movement needs no arithmetic type), and reductions of them
+// are not run on MPI (mpi_unavailable).
 MPI_Datatype mpi_type(cohort_dtype_t dtype) {
-  switch (dtype) {
-    case COHORT_INT8: return MPI_INT8_T;
-    case COHORT_UINT8: return MPI_UINT8_T;
-    case COHORT_INT32: return MPI_INT32_T;
-    case COHORT_UINT32: return MPI_UINT32_T;
-    case COHORT_INT64: return MPI_INT64_T;
-    case COHORT_UINT64: return MPI_UINT64_T;
-    case COHORT_FLOAT16:
-    case COHORT_BFLOAT16: return MPI_UINT16_T;
-    case COHORT_FLOAT32: return MPI_FLOAT;
-    default: return MPI_DOUBLE;
-  }
+  if (dtype == COHORT_FLOAT16 || dtype == COHORT_BFLOAT16) return MPI_UINT16_T;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  cohort_dtype_to_mpi(dtype, &type);
+  return type;
 }
 
+// Cohort's mapping (cohort_op_to_mpi); avg has no MPI op, and is not run on MPI.
 MPI_Op mpi_op(cohort_op_t op) {
-  switch (op) {
-    case COHORT_PROD: return MPI_PROD;
-    case COHORT_MIN: return MPI_MIN;
-    case COHORT_MAX: return MPI_MAX;
-    default: return MPI_SUM;
-  }
+  MPI_Op mpi = MPI_OP_NULL;
+  cohort_op_to_mpi(op, &mpi);
+  return mpi;
 }
 
 }  // namespace
@@ -152,8 +144,10 @@ MPI_Op mpi_op(cohort_op_t op) {
 const char *mpi_unavailable(const Call &call) {
   if (call.count > static_cast<size_t>(INT_MAX)) return "count beyond MPI's int";
   if (!reduces(call.collective)) return nullptr;
-  if (call.dtype == COHORT_FLOAT16 || call.dtype == COHORT_BFLOAT16) return "no MPI type";
-  if (call.op == COHORT_AVG) return "no MPI op";
+  MPI_Datatype type;
+  MPI_Op op;
+  if (cohort_dtype_to_mpi(call.dtype, &type) != COHORT_SUCCESS) return "no MPI type";
+  if (cohort_op_to_mpi(call.op, &op) != COHORT_SUCCESS) return "no MPI op";
   return nullptr;
 }
 

@@ -1,27 +1,40 @@
 /* The boundary between the Open MPI glue (C, Open MPI's internal headers, one file per coll
- * API version: v41/ for 4.1's coll API 2.0.0) and the component's logic (C++, <mpi.h> only).
- * The glue owns Open MPI's objects: the component, the module, the saved functions of the
- * module below us.  The logic owns everything Cohort: parameters, decisions, teams.  Every
- * collective entry returns 1 when Cohort ran the call (its MPI error code in *rc), 0 when the
- * glue must run the saved function instead. */
+ * API version: v41/ for 4.1's coll API 2.0.0) and the component's logic (C++, <mpi.h> and
+ * Cohort's public cohort.h only).  The glue owns Open MPI's objects: the component, its MCA
+ * parameters, its output stream, the module, the saved functions of the module below us.  The
+ * logic owns everything Cohort: decisions, teams, counts.  Every collective entry returns 1
+ * when Cohort ran the call (its MPI error code in *rc), 0 when the glue must run the saved
+ * function instead. */
 #ifndef COHORT_OMPI_COLL_COHORT_H
 #define COHORT_OMPI_COLL_COHORT_H
 
 #include <mpi.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The MCA parameters, as Open MPI registered them (coll_cohort_*). */
+/* The MCA parameters (coll_cohort_*): the glue registers these fields as their storage. */
 typedef struct coll_cohort_params {
-  int enable;              /* 0: never selected */
+  bool enable;             /* false: never selected */
   int priority;            /* above tuned (30) by default */
   int verbose;             /* 0 quiet; 1 a summary per communicator at its end; 2 + the first
                               fallback of each kind; 3 + every call */
-  int host_buffers;        /* 1: host buffers run on Cohort too (default: fall back) */
+  bool host_buffers;       /* true: host buffers run on Cohort too (default: fall back) */
   const char *collectives; /* comma-separated names, or "all" */
+  double init_timeout;     /* seconds: the team's creation phases wait this long for peers, and
+                              the first collective says every this often that a rank is missing */
 } coll_cohort_params_t;
+
+#define COLL_COHORT_PARAMS_DEFAULT \
+  { true, 40, 0, false, "all", 300.0 }
+
+/* Where the logic's messages go: level 0 is a warning (always shown), 1-3 the verbose levels
+ * of coll_cohort_verbose.  The glue writes them to its opal_output stream. */
+typedef void (*coll_cohort_output_fn_t)(int level, const char *text);
 
 /* Bits of coll_cohort_configure()'s result: which collectives the module offers. */
 enum {
@@ -34,9 +47,11 @@ enum {
   COLL_COHORT_BARRIER = 1 << 6
 };
 
-/* Called once, at component open: keeps the parameters and returns the collectives to offer
- * (an unknown name in `collectives` is warned about and ignored). */
-int coll_cohort_configure(const coll_cohort_params_t *params);
+/* Called once, at component open: keeps the parameters and the output function (NULL:
+ * stderr) and returns the collectives to offer (an unknown name in `collectives` is warned
+ * about and ignored; a coll_cohort_init_timeout that is not positive is warned about and
+ * replaced by the default). */
+int coll_cohort_configure(const coll_cohort_params_t *params, coll_cohort_output_fn_t output);
 
 /* 1 while this thread is inside Cohort (creating a team, running a collective): communicators
  * made then are Cohort's own and get no module, and collectives reached then fall back. */

@@ -1,17 +1,18 @@
-#include "ompi/comm_state.h"
+#include "comm_state.h"
+
+#include <sched.h>
 
 #include <atomic>
+#include <cstdint>
+#include <ctime>
 #include <mutex>
 #include <set>
 
-#include "core/clock.h"
-#include "core/log.h"
-#include "core/params.h"
+#include "component.h"
 
 namespace cohort::ompi {
 namespace {
 
-coll_cohort_params_t g_params = {1, 40, 0, 0, "all"};
 thread_local int t_busy = 0;
 std::atomic<int> g_ordinal{0};
 
@@ -20,14 +21,12 @@ std::atomic<int> g_ordinal{0};
 struct Registry {
   std::mutex mutex;
   std::set<CommState *> live;
-  bool hook = false;
 };
 Registry &registry() {
   static Registry *r = new Registry;  // never destroyed: module destructors may run at exit
   return *r;
 }
 
-// Attributes of MPI_COMM_SELF are deleted first thing in MPI_Finalize, with MPI fully usable.
 int close_all_at_finalize(MPI_Comm, int, void *, void *) {
   std::set<CommState *> live;
   {
@@ -38,23 +37,37 @@ int close_all_at_finalize(MPI_Comm, int, void *, void *) {
   return MPI_SUCCESS;
 }
 
+// Attributes of MPI_COMM_SELF are deleted first thing in MPI_Finalize, with MPI fully usable.
+// (Cohort's own lingering work uses the same trick inside the library; the component sees only
+// its public API, so it keeps these few lines of its own.)
 void install_finalize_hook() {
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  if (registry().hook) return;
-  int keyval = MPI_KEYVAL_INVALID;
-  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_all_at_finalize, &keyval, nullptr);
-  MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
-  registry().hook = true;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int keyval = MPI_KEYVAL_INVALID;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, close_all_at_finalize, &keyval, nullptr);
+    MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+  });
 }
 
-void say(const char *fmt, const char *a, const char *b, const char *c) {
-  log_write(LogLevel::kInfo, kLogCOLL, fmt, a, b, c);
+double seconds_since(const timespec &start) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9;
+}
+
+// Between polls of a wait: the core is yielded for the first millisecond (a wait whose ranks
+// are all there ends in that time), then each poll sleeps 100 us, so a rank late by minutes
+// costs the waiting ones almost no CPU.
+void pause_between_polls(double waited_seconds) {
+  if (waited_seconds < 1e-3) {
+    sched_yield();
+    return;
+  }
+  const timespec pause = {0, 100000};
+  nanosleep(&pause, nullptr);
 }
 
 }  // namespace
-
-const coll_cohort_params_t &params() { return g_params; }
-void set_params(const coll_cohort_params_t &p) { g_params = p; }
 
 BusyScope::BusyScope() { ++t_busy; }
 BusyScope::~BusyScope() { --t_busy; }
@@ -86,77 +99,78 @@ cohort_team_t CommState::team(Coll coll) {
 
 // The private duplicate: collective over the communicator, so a rank that never makes the
 // call that creates the team would hold the others here, where Open MPI has no timeout.  The
-// wait is nonblocking, and every COHORT_INIT_TIMEOUT seconds it says where it is stuck.
+// wait is nonblocking, and every coll_cohort_init_timeout seconds it says where it is stuck.
 bool CommState::duplicate(const std::string &label, Coll coll) {
   MPI_Request request = MPI_REQUEST_NULL;
   if (MPI_Comm_idup(comm_, &dup_, &request) != MPI_SUCCESS) {
-    COHORT_LOG_WARN(COLL,
-                    "coll/cohort: MPI_Comm_idup of %s failed: its collectives stay with "
-                    "Open MPI's modules",
-                    label.c_str());
+    say(kWarning, "MPI_Comm_idup of %s failed: its collectives stay with Open MPI's modules",
+        label.c_str());
     dup_ = MPI_COMM_NULL;
     return false;
   }
-  double timeout = 300;
-  param_double("COHORT_INIT_TIMEOUT", &timeout);
-  const int64_t start = now_ns();
-  int64_t next_warning = deadline_after(timeout);
-  Backoff backoff;
-  for (int done = 0;;) {
+  const double interval = params().init_timeout;
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (double next_warning = interval;;) {
+    int done = 0;
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done) return true;
-    if (now_ns() >= next_warning) {
+    const double waited = seconds_since(start);
+    if (waited >= next_warning) {
       int size = 0;
       MPI_Comm_size(comm_, &size);
-      COHORT_LOG_WARN(COLL,
-                      "coll/cohort: %s, the first Cohort collective on %s (%d ranks), has "
-                      "waited %.0f s for every rank to join its team's communicator: a rank has "
-                      "not made this call (still waiting)",
-                      coll_mpi_name(coll), label.c_str(), size, (now_ns() - start) / 1e9);
-      next_warning = deadline_after(timeout);
+      say(kWarning,
+          "%s, the first Cohort collective on %s (%d ranks), has waited %.0f s for every rank to "
+          "join its team's communicator: a rank has not made this call (still waiting)",
+          coll_mpi_name(coll), label.c_str(), size, waited);
+      next_warning = waited + interval;
     }
-    backoff.pause();
+    pause_between_polls(waited);
   }
 }
 
 void CommState::create_team(Coll coll) {
   BusyScope busy;  // the duplicate's own selection and its allreduce stay out of Cohort
   install_finalize_hook();
-  int64_t start = now_ns();
+  timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   std::string label = name();
   team_state_ = TeamState::kUnavailable;
   if (!duplicate(label, coll)) return;
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.name = label.c_str();
-  config.cuda_device = team_cuda_device(memory_type_detector());
+  config.init_timeout = params().init_timeout;
+  // The thread's current GPU when the application uses one, none in a CPU-only program (which
+  // must not bind every rank of a GPU node to GPU 0).
+  config.cuda_device = COHORT_DEVICE_ACTIVE;
   cohort_status_t status = cohort_team_create_mpi(dup_, &config, &team_);
   if (status != COHORT_SUCCESS) {
     // Every rank ends creation with the same status, so all fall back alike.
-    COHORT_LOG_WARN(COLL,
-                    "coll/cohort: no Cohort team on %s: %s (%s); its collectives stay with "
-                    "Open MPI's modules",
-                    label.c_str(), cohort_status_string(status), cohort_last_error());
+    say(kWarning, "no Cohort team on %s: %s (%s); its collectives stay with Open MPI's modules",
+        label.c_str(), cohort_status_string(status), cohort_last_error());
     if (team_ != nullptr) cohort_team_destroy(team_);
     team_ = nullptr;
     MPI_Comm_free(&dup_);
     return;
   }
   team_state_ = TeamState::kReady;
-  if (params().verbose >= 1) {
+  if (shown(kSummary)) {
     int size = 0;
     MPI_Comm_size(comm_, &size);
-    log_write(LogLevel::kInfo, kLogCOLL, "coll/cohort: team for %s (%d ranks) ready in %.3f ms",
-              label.c_str(), size, (now_ns() - start) / 1e6);
+    say(kSummary, "team for %s (%d ranks) ready in %.3f ms", label.c_str(), size,
+        seconds_since(start) * 1e3);
   }
 }
 
 int CommState::fall_back(Coll coll, Fallback reason, const char *detail) {
   long &n = counts_[static_cast<int>(coll)].fallback[static_cast<int>(reason)];
   ++n;
-  if (params().verbose >= 3 || (params().verbose >= 2 && n == 1)) {
-    say("coll/cohort: %s falls back to Open MPI: %s%s", coll_mpi_name(coll), fallback_text(reason),
-        detail != nullptr ? (std::string(" (") + detail + ")").c_str() : "");
+  const int level = n == 1 ? kFirstFallback : kEveryCall;
+  if (shown(level)) {
+    say(level, "%s falls back to Open MPI: %s%s%s%s", coll_mpi_name(coll), fallback_text(reason),
+        detail != nullptr ? " (" : "", detail != nullptr ? detail : "",
+        detail != nullptr ? ")" : "");
   }
   return 0;
 }
@@ -164,8 +178,7 @@ int CommState::fall_back(Coll coll, Fallback reason, const char *detail) {
 int CommState::finish(Coll coll, cohort_status_t status, int *rc) {
   if (status == COHORT_SUCCESS) {
     ++counts_[static_cast<int>(coll)].cohort;
-    if (params().verbose >= 3)
-      say("coll/cohort: %s ran on Cohort%s%s", coll_mpi_name(coll), "", "");
+    say(kEveryCall, "%s ran on Cohort", coll_mpi_name(coll));
     *rc = MPI_SUCCESS;
     return 1;
   }
@@ -174,11 +187,10 @@ int CommState::finish(Coll coll, cohort_status_t status, int *rc) {
     return fall_back(coll, Fallback::kRefused, cohort_last_error());
   }
   failed_ = true;
-  COHORT_LOG_WARN(COLL,
-                  "coll/cohort: %s on %s failed in Cohort: %s (%s); later collectives on it "
-                  "fall back to Open MPI's modules",
-                  coll_mpi_name(coll), name().c_str(), cohort_status_string(status),
-                  cohort_last_error());
+  say(kWarning,
+      "%s on %s failed in Cohort: %s (%s); later collectives on it fall back to Open MPI's "
+      "modules",
+      coll_mpi_name(coll), name().c_str(), cohort_status_string(status), cohort_last_error());
   *rc = MPI_ERR_OTHER;
   return 1;
 }
@@ -198,16 +210,14 @@ void CommState::report() const {
               fallback_text(static_cast<Fallback>(r)) + ")";
     }
   }
-  if (text.empty()) {
-    if (params().verbose < 2) return;  // communicators that saw no collective stay quiet
-    text = "; no collectives";
-  }
-  log_write(LogLevel::kInfo, kLogCOLL, "coll/cohort: %s: %s", name().c_str(), text.c_str() + 2);
+  // Communicators that saw no collective are named only from verbose 2 on.
+  if (text.empty() && !shown(kFirstFallback)) return;
+  say(kSummary, "%s: %s", name().c_str(), text.empty() ? "no collectives" : text.c_str() + 2);
 }
 
 void CommState::close() {
   if (team_state_ == TeamState::kClosed) return;
-  if (params().verbose >= 1) report();
+  if (shown(kSummary)) report();
   if (team_ != nullptr) cohort_team_destroy(team_);
   team_ = nullptr;
   int finalized = 0;

@@ -9,14 +9,9 @@
 #include <string>
 
 #include "cohort.h"
-#include "ompi/coll_cohort.h"
-#include "ompi/dispatch.h"
+#include "dispatch.h"
 
 namespace cohort::ompi {
-
-// The parameters in force (set once at component open).
-const coll_cohort_params_t &params();
-void set_params(const coll_cohort_params_t &params);
 
 // Marks this thread as inside Cohort for the scope's life.
 class BusyScope {

@@ -1,4 +1,4 @@
-#include "ompi/dispatch.h"
+#include "dispatch.h"
 
 namespace cohort::ompi {
 
@@ -30,26 +30,33 @@ const char *fallback_text(Fallback reason) {
   return "?";
 }
 
+namespace {
+
+// The rule tells host memory from device memory, not pinned from pageable host memory.
+cohort_memory_kind_t kind_for_rule(MemoryKindFn kind_of, const void *buffer) {
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  if (kind_of(buffer, &kind) != COHORT_SUCCESS) return COHORT_MEMORY_HOST;
+  return kind == COHORT_MEMORY_CUDA_HOST ? COHORT_MEMORY_HOST : kind;
+}
+
+}  // namespace
+
 std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
-                                    MemoryTypeDetector &detector, MemoryType *type) {
-  std::optional<MemoryType> found;
+                                    MemoryKindFn kind_of, cohort_memory_kind_t *kind) {
+  std::optional<cohort_memory_kind_t> found;
   const void *recv = buffers.recv == buffers.send ? nullptr : buffers.recv;  // asked once
   for (const void *buffer : {buffers.send, recv}) {
     if (buffer == nullptr) continue;
-    MemoryType t = detector.of(buffer);
-    if (found && *found != t) {
-      *type = *found;
+    const cohort_memory_kind_t k = kind_for_rule(kind_of, buffer);
+    if (found && *found != k) {
+      *kind = *found;
       return Fallback::kMixedMemory;
     }
-    found = t;
+    found = k;
   }
-  *type = found.value_or(MemoryType::kHost);  // no buffer (barrier, count 0): host rules
-  if (*type == MemoryType::kHost && !host_buffers) return Fallback::kHostBuffer;
+  *kind = found.value_or(COHORT_MEMORY_HOST);  // no buffer (barrier, count 0): host rules
+  if (*kind == COHORT_MEMORY_HOST && !host_buffers) return Fallback::kHostBuffer;
   return std::nullopt;
-}
-
-int team_cuda_device(MemoryTypeDetector &detector) {
-  return detector.thread_uses_gpu() ? COHORT_DEVICE_CURRENT : COHORT_DEVICE_NONE;
 }
 
 }  // namespace cohort::ompi

@@ -1,12 +1,11 @@
 // What the component decides per call, as data: which collective, and when it falls back to
-// Open MPI's own module, why.  The memory rule is pure (the detector is passed in), so unit
-// tests drive it with an injected detector.
+// Open MPI's own module, why.  The memory rule is pure (the question "where does this buffer
+// live" is passed in: cohort_memory_kind, or a fake in unit tests).
 #pragma once
 
 #include <optional>
 
 #include "cohort.h"
-#include "ompi/memory_type.h"
 
 namespace cohort::ompi {
 
@@ -43,14 +42,15 @@ struct CallBuffers {
   const void *recv = nullptr;
 };
 
-// The memory rule: device (or managed) buffers run on Cohort; host buffers only when
-// `host_buffers` is on; a call mixing kinds falls back.  Sets *type to the kind found.
-std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
-                                    MemoryTypeDetector &detector, MemoryType *type);
+// Where a buffer lives: cohort_memory_kind (the CUDA driver, asked only on threads with a
+// current CUDA context), or a fake in unit tests.
+using MemoryKindFn = cohort_status_t (*)(const void *ptr, cohort_memory_kind_t *kind);
 
-// The GPU a communicator's team binds: the calling thread's current one when the application
-// uses a GPU (COHORT_DEVICE_CURRENT), none otherwise (a host-only team: a CPU-only program on
-// a GPU node must not bind every rank to GPU 0).
-int team_cuda_device(MemoryTypeDetector &detector);
+// The memory rule: device (or managed) buffers run on Cohort; host buffers, pinned ones
+// included, only when `host_buffers` is on; a call mixing kinds falls back.  Sets *kind to the
+// kind found, pinned host memory reported as COHORT_MEMORY_HOST; a buffer given twice is asked
+// about once.
+std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
+                                    MemoryKindFn kind_of, cohort_memory_kind_t *kind);
 
 }  // namespace cohort::ompi

@@ -4,10 +4,10 @@
 #include <sstream>
 #include <string>
 
-#include "core/log.h"
-#include "ompi/coll_cohort.h"
-#include "ompi/comm_state.h"
-#include "ompi/mpi_map.h"
+#include "coll_cohort.h"
+#include "comm_state.h"
+#include "component.h"
+#include "mpi_map.h"
 
 struct coll_cohort_comm : cohort::ompi::CommState {
   using CommState::CommState;
@@ -47,11 +47,10 @@ int parse_collectives(const char *list) {
       if (item == c.name) mask |= c.bit, known = true;
     }
     if (!known) {
-      COHORT_LOG_WARN(COLL,
-                      "coll/cohort: coll_cohort_collectives names '%s', which is not one of "
-                      "allreduce, bcast, reduce, allgather, reduce_scatter_block, alltoall, "
-                      "barrier: ignored",
-                      item.c_str());
+      say(kWarning,
+          "coll_cohort_collectives names '%s', which is not one of allreduce, bcast, reduce, "
+          "allgather, reduce_scatter_block, alltoall, barrier: ignored",
+          item.c_str());
     }
   }
   return mask;
@@ -62,9 +61,8 @@ int parse_collectives(const char *list) {
 cohort_team_t admit(CommState *state, Coll coll, const CallBuffers &buffers) {
   if (busy()) return state->fall_back(coll, Fallback::kReentered), nullptr;
   if (state->failed_before()) return state->fall_back(coll, Fallback::kAfterFailure), nullptr;
-  MemoryType type = MemoryType::kHost;
-  if (auto reason =
-          memory_rule(buffers, params().host_buffers != 0, memory_type_detector(), &type)) {
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  if (auto reason = memory_rule(buffers, params().host_buffers, cohort_memory_kind, &kind)) {
     return state->fall_back(coll, *reason), nullptr;
   }
   cohort_team_t team = state->team(coll);
@@ -79,18 +77,50 @@ int comm_rank(const CommState *state) {
   return rank;
 }
 
-// The bytes of one rank's block in a data-movement call, when both sides are contiguous and
-// the same size; false after counting the fallback otherwise.
-bool block_bytes(CommState *state, Coll coll, bool in_place, MPI_Datatype sdtype, int scount,
-                 MPI_Datatype rdtype, int rcount, size_t *block) {
-  auto recv = contiguous_bytes(rdtype, rcount);
-  auto sent = in_place ? recv : contiguous_bytes(sdtype, scount);
-  if (!recv || !sent) return state->fall_back(coll, Fallback::kNotContiguous), false;
-  if (*sent != *recv) {
-    return state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ"), false;
+// The arguments of allgather and alltoall, which take the same ones.
+struct BlockCall {
+  const void *sbuf;
+  int scount;
+  MPI_Datatype sdtype;
+  void *rbuf;
+  int rcount;
+  MPI_Datatype rdtype;
+};
+
+// The bytes of one rank's block, when both sides are contiguous and the same size; nothing
+// after counting the fallback otherwise.
+std::optional<size_t> block_bytes(CommState *state, Coll coll, const BlockCall &call,
+                                  bool in_place) {
+  auto recv = contiguous_bytes(call.rdtype, call.rcount);
+  auto sent = in_place ? recv : contiguous_bytes(call.sdtype, call.scount);
+  if (!recv || !sent) {
+    state->fall_back(coll, Fallback::kNotContiguous);
+    return std::nullopt;
   }
-  *block = *recv;
-  return true;
+  if (*sent != *recv) {
+    state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
+    return std::nullopt;
+  }
+  return recv;
+}
+
+// Allgather and alltoall: blocks of bytes, checked and admitted alike; only the Cohort call
+// and allgather's in-place send block differ.
+int run_blocks(CommState *state, Coll coll, const BlockCall &call, int *rc) {
+  const bool in_place = call.sbuf == MPI_IN_PLACE;
+  auto block = block_bytes(state, coll, call, in_place);
+  if (!block) return 0;
+  cohort_team_t team = admit(state, coll, {in_place ? nullptr : call.sbuf, call.rbuf});
+  if (team == nullptr) return 0;
+  BusyScope busy;
+  if (coll == Coll::kAllgather) {
+    // In place, this rank's block is already in its slot: Cohort's convention exactly.
+    const void *send =
+        in_place ? static_cast<const char *>(call.rbuf) + comm_rank(state) * *block : call.sbuf;
+    return state->finish(coll, cohort_allgather(team, send, call.rbuf, *block, COHORT_UINT8), rc);
+  }
+  const void *send = in_place ? call.rbuf : call.sbuf;
+  return state->finish(coll, cohort_alltoall(team, send, call.rbuf, *block, COHORT_UINT8), rc);
 }
 
 // A reduction's element type and op, or the fallback reason.
@@ -112,8 +142,8 @@ using namespace cohort::ompi;
 
 extern "C" {
 
-int coll_cohort_configure(const coll_cohort_params_t *p) {
-  set_params(*p);
+int coll_cohort_configure(const coll_cohort_params_t *p, coll_cohort_output_fn_t output) {
+  configure(*p, output);
   return p->enable ? parse_collectives(p->collectives) : 0;
 }
 
@@ -169,16 +199,7 @@ int coll_cohort_bcast(coll_cohort_comm_t *state, void *buf, int count, MPI_Datat
 int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scount,
                           MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
                           int *rc) {
-  const Coll coll = Coll::kAllgather;
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  size_t block = 0;
-  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  // In place, this rank's block is already in its slot: Cohort's convention exactly.
-  const void *send = in_place ? static_cast<const char *>(rbuf) + comm_rank(state) * block : sbuf;
-  BusyScope busy;
-  return state->finish(coll, cohort_allgather(team, send, rbuf, block, COHORT_UINT8), rc);
+  return run_blocks(state, Coll::kAllgather, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
 }
 
 int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
@@ -188,12 +209,12 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
   cohort_op_t cop;
   if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
   const bool in_place = sbuf == MPI_IN_PLACE;
-  MemoryType type = MemoryType::kHost;
   if (in_place) {
     // MPI keeps the result at the start of the buffer, Cohort (as NCCL) in this rank's block:
     // the block is moved after the call, which only the CPU can do.
-    memory_rule({nullptr, rbuf}, true, memory_type_detector(), &type);
-    if (type != MemoryType::kHost) {
+    cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+    memory_rule({nullptr, rbuf}, true, cohort_memory_kind, &kind);
+    if (kind != COHORT_MEMORY_HOST) {
       return state->fall_back(coll, Fallback::kRefused, "in place on device memory");
     }
   }
@@ -215,15 +236,7 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
 int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,
                          MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
                          int *rc) {
-  const Coll coll = Coll::kAlltoall;
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  size_t block = 0;
-  if (!block_bytes(state, coll, in_place, sdtype, scount, rdtype, rcount, &block)) return 0;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(
-      coll, cohort_alltoall(team, in_place ? rbuf : sbuf, rbuf, block, COHORT_UINT8), rc);
+  return run_blocks(state, Coll::kAlltoall, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
 }
 
 int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc) {

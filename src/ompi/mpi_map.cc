@@ -1,51 +1,40 @@
-#include "ompi/mpi_map.h"
+#include "mpi_map.h"
 
+#include <utility>
 #include <vector>
 
 namespace cohort::ompi {
 namespace {
 
+// MPI types of the same meaning as a standard one that cohort_dtype_to_mpi names (MPI_INT for
+// MPI_INT32_T), by kind and size.
 enum class Kind { kSigned, kUnsigned, kFloat };
 
-struct TypeRow {
+struct Alias {
   MPI_Datatype datatype;
   Kind kind;
   int size;  // bytes; 0: ask MPI (Fortran types, whose size the Fortran compiler chose)
 };
 
-const std::vector<TypeRow> &type_table() {
-  static const std::vector<TypeRow> rows = {
-      {MPI_INT8_T, Kind::kSigned, 1},
+// Open MPI's mpi.h declares every Fortran type, also those its Fortran compiler lacks (their
+// size is then 0, which maps to nothing).
+const std::vector<Alias> &aliases() {
+  static const std::vector<Alias> rows = {
       {MPI_SIGNED_CHAR, Kind::kSigned, 1},
-      {MPI_UINT8_T, Kind::kUnsigned, 1},
       {MPI_UNSIGNED_CHAR, Kind::kUnsigned, 1},
       {MPI_INT, Kind::kSigned, sizeof(int)},
-      {MPI_INT32_T, Kind::kSigned, 4},
       {MPI_UNSIGNED, Kind::kUnsigned, sizeof(unsigned)},
-      {MPI_UINT32_T, Kind::kUnsigned, 4},
       {MPI_LONG, Kind::kSigned, sizeof(long)},
       {MPI_UNSIGNED_LONG, Kind::kUnsigned, sizeof(unsigned long)},
       {MPI_LONG_LONG, Kind::kSigned, sizeof(long long)},
       {MPI_UNSIGNED_LONG_LONG, Kind::kUnsigned, sizeof(unsigned long long)},
-      {MPI_INT64_T, Kind::kSigned, 8},
-      {MPI_UINT64_T, Kind::kUnsigned, 8},
-      {MPI_FLOAT, Kind::kFloat, sizeof(float)},
-      {MPI_DOUBLE, Kind::kFloat, sizeof(double)},
       {MPI_INTEGER, Kind::kSigned, 0},
+      {MPI_INTEGER4, Kind::kSigned, 0},
+      {MPI_INTEGER8, Kind::kSigned, 0},
       {MPI_REAL, Kind::kFloat, 0},
+      {MPI_REAL4, Kind::kFloat, 0},
+      {MPI_REAL8, Kind::kFloat, 0},
       {MPI_DOUBLE_PRECISION, Kind::kFloat, 0},
-#ifdef MPI_INTEGER4
-      {MPI_INTEGER4, Kind::kSigned, 4},
-#endif
-#ifdef MPI_INTEGER8
-      {MPI_INTEGER8, Kind::kSigned, 8},
-#endif
-#ifdef MPI_REAL4
-      {MPI_REAL4, Kind::kFloat, 4},
-#endif
-#ifdef MPI_REAL8
-      {MPI_REAL8, Kind::kFloat, 8},
-#endif
   };
   return rows;
 }
@@ -70,10 +59,37 @@ std::optional<cohort_dtype_t> dtype_of(Kind kind, int size) {
   return std::nullopt;
 }
 
+// What Cohort's mapping (cohort_dtype_to_mpi, cohort_op_to_mpi) answers for each of its
+// `count` values that has a standard MPI counterpart: asked once, looked up on every call.
+template <typename CohortT, typename MpiT>
+using StandardRows = std::vector<std::pair<MpiT, CohortT>>;
+
+template <typename CohortT, typename MpiT>
+StandardRows<CohortT, MpiT> ask_cohort(int count, cohort_status_t (*to_mpi)(CohortT, MpiT *)) {
+  StandardRows<CohortT, MpiT> rows;
+  for (int value = 0; value < count; ++value) {
+    MpiT handle;
+    if (to_mpi(static_cast<CohortT>(value), &handle) == COHORT_SUCCESS) {
+      rows.emplace_back(handle, static_cast<CohortT>(value));
+    }
+  }
+  return rows;
+}
+
+template <typename CohortT, typename MpiT>
+std::optional<CohortT> lookup(const StandardRows<CohortT, MpiT> &rows, MpiT handle) {
+  for (const auto &[mpi, cohort] : rows) {
+    if (mpi == handle) return cohort;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<cohort_dtype_t> reduction_dtype(MPI_Datatype datatype) {
-  for (const TypeRow &row : type_table()) {
+  static const auto standard = ask_cohort(COHORT_NUM_DTYPES, cohort_dtype_to_mpi);
+  if (auto dtype = lookup(standard, datatype)) return dtype;
+  for (const Alias &row : aliases()) {
     if (row.datatype != datatype) continue;
     int size = row.size;
     if (size == 0 && MPI_Type_size(datatype, &size) != MPI_SUCCESS) return std::nullopt;
@@ -83,11 +99,8 @@ std::optional<cohort_dtype_t> reduction_dtype(MPI_Datatype datatype) {
 }
 
 std::optional<cohort_op_t> reduction_op(MPI_Op op) {
-  if (op == MPI_SUM) return COHORT_SUM;
-  if (op == MPI_PROD) return COHORT_PROD;
-  if (op == MPI_MIN) return COHORT_MIN;
-  if (op == MPI_MAX) return COHORT_MAX;
-  return std::nullopt;
+  static const auto standard = ask_cohort(COHORT_NUM_OPS, cohort_op_to_mpi);
+  return lookup(standard, op);
 }
 
 std::optional<size_t> contiguous_bytes(MPI_Datatype datatype, int count) {

@@ -1,5 +1,7 @@
 // MPI datatypes and ops in Cohort's terms.  Reductions need a predefined type Cohort has and
-// one of sum / prod / min / max; data movement takes any contiguous type, as bytes.
+// one of sum / prod / min / max; data movement takes any contiguous type, as bytes.  The
+// standard types and ops come from Cohort's own mapping (cohort_dtype_to_mpi,
+// cohort_op_to_mpi); C types of the same meaning and Fortran types are added here.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +14,7 @@
 namespace cohort::ompi {
 
 // The Cohort element type of a predefined MPI type (C or Fortran), if Cohort reduces it.
+// Fortran types are sized by asking MPI, which needs MPI initialised.
 std::optional<cohort_dtype_t> reduction_dtype(MPI_Datatype datatype);
 
 // MPI_SUM / MPI_PROD / MPI_MIN / MPI_MAX; nothing for other predefined ops and user ops.

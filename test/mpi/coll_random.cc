@@ -80,31 +80,28 @@ double draw_value(std::mt19937_64 &g, const Case &c) {
   return is_signed(c.dtype) ? v - 4 : v;
 }
 
+// fp16 and bf16 have no MPI type: the oracle reduces them widened to float.
+bool widened(cohort_dtype_t t) { return t == COHORT_FLOAT16 || t == COHORT_BFLOAT16; }
+
+// Cohort's mapping (cohort_dtype_to_mpi), float for the widened types.
 MPI_Datatype mpi_type(cohort_dtype_t t) {
-  switch (t) {
-    case COHORT_INT8: return MPI_INT8_T;
-    case COHORT_UINT8: return MPI_UINT8_T;
-    case COHORT_INT32: return MPI_INT32_T;
-    case COHORT_UINT32: return MPI_UINT32_T;
-    case COHORT_INT64: return MPI_INT64_T;
-    case COHORT_UINT64: return MPI_UINT64_T;
-    case COHORT_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_FLOAT;  // fp32, and fp16 / bf16 widened
-  }
+  if (widened(t)) return MPI_FLOAT;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  cohort_dtype_to_mpi(t, &type);
+  return type;
 }
 
+// Cohort's mapping (cohort_op_to_mpi); avg, which MPI lacks, is MPI's sum divided afterwards.
 MPI_Op mpi_op(cohort_op_t op) {
-  switch (op) {
-    case COHORT_PROD: return MPI_PROD;
-    case COHORT_MIN: return MPI_MIN;
-    case COHORT_MAX: return MPI_MAX;
-    default: return MPI_SUM;  // sum, and avg before the division
-  }
+  if (op == COHORT_AVG) return MPI_SUM;
+  MPI_Op mpi = MPI_OP_NULL;
+  cohort_op_to_mpi(op, &mpi);
+  return mpi;
 }
 
 // The oracle's copy of a buffer in the type MPI reduces (fp16 / bf16 as float).
 std::vector<char> widen(cohort_dtype_t t, const std::vector<char> &in, size_t n) {
-  if (t != COHORT_FLOAT16 && t != COHORT_BFLOAT16) return in;
+  if (!widened(t)) return in;
   std::vector<char> out(n * sizeof(float));
   for (size_t i = 0; i < n; ++i) store(COHORT_FLOAT32, out.data(), i, load(t, in.data(), i));
   return out;
@@ -168,7 +165,7 @@ std::vector<double> run_oracle(const Case &c, const Buffers &b, int rank, int si
     return {};
   }
   const MPI_Datatype type = mpi_type(c.dtype);
-  const size_t wide_elem = c.dtype == COHORT_FLOAT16 || c.dtype == COHORT_BFLOAT16 ? 4 : b.elem;
+  const size_t wide_elem = widened(c.dtype) ? sizeof(float) : b.elem;
   std::vector<char> wide = widen(c.dtype, b.in, b.in_n);
   std::vector<char> result(std::max<size_t>(b.out_n, 1) * wide_elem);
   const int n = static_cast<int>(c.count);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # TAP test of the Open MPI coll component: installed into a staging folder, loaded through
-# mca_base_component_path, it must run unmodified C and Fortran MPI programs at np 2, 3, 4 with
-# the same results as Open MPI's own modules, show up in coll_base_verbose, fall back for what
-# it does not take, and obey its MCA parameters.
+# mca_base_component_path, it must export only its component structure, run unmodified C and
+# Fortran MPI programs at np 2, 3, 4 with the same results as Open MPI's own modules, show up in
+# coll_base_verbose, fall back for what it does not take, obey its MCA parameters, and speak
+# through Open MPI's output ("[host:pid] coll:cohort: ...").
 # Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, MPIFORT, MPI_CFLAGS,
 # MPI_LIBS, SANITIZER_FLAGS, HAVE_COMPONENT.
 stage=$(mktemp -d)
@@ -20,13 +21,22 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..21"
+echo "1..23"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
 component_dir=$libdir/cohort/openmpi
 { test -f "$component_dir/mca_coll_cohort.so" && ! test -e "$component_dir/mca_coll_cohort.la"; } >>"$log" 2>&1
 result $? "make install puts mca_coll_cohort.so (and no .la) in \$libdir/cohort/openmpi"
+
+# Open MPI looks up mca_coll_cohort_component; nothing else of ours may be visible to it.
+nm -D --defined-only "$component_dir/mca_coll_cohort.so" >"$log" 2>&1 &&
+  [ "$(awk '{print $3}' "$log")" = mca_coll_cohort_component ]
+result $? "mca_coll_cohort.so exports mca_coll_cohort_component and nothing else (nm -D)"
+# What it needs of Cohort is the C API: libcohort.so exports nothing else.
+nm -D --undefined-only "$component_dir/mca_coll_cohort.so" >"$log" 2>&1 &&
+  grep -q ' cohort_allreduce$' "$log" && ! grep -i cohort "$log" | grep -qv ' U cohort_'
+result $? "mca_coll_cohort.so uses Cohort's C API only (every Cohort symbol it needs is cohort_*)"
 
 # The default component folder stays on the path after ours, as the README shows.
 default_dir=$(ompi_info --parsable --param mca base --level 9 2>/dev/null |
@@ -37,8 +47,8 @@ export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # (ompi_info takes the path from the environment only, not from --mca.)
 OMPI_MCA_mca_base_component_path="$path" ompi_info --param coll cohort --level 9 >"$log" 2>&1 &&
   grep -q 'coll_cohort_priority.*current value: "40"' "$log" && grep -q 'coll_cohort_host' "$log" &&
-  grep -q 'coll_cohort_collectives' "$log"
-result $? "ompi_info lists the component's parameters (priority 40 by default)"
+  grep -q 'coll_cohort_collectives' "$log" && grep -q 'coll_cohort_init_timeout.*current value: "300' "$log"
+result $? "ompi_info lists the component's parameters (priority 40, init_timeout 300 by default)"
 
 # shellcheck disable=SC2086
 $CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
@@ -64,8 +74,11 @@ run() {
   mpirun_to "$out" -np "$np" --mca mca_base_component_path "$path" "$@"
 }
 digests() { grep -E '^[0-9]+ [a-z]' "$1" | sort; }
-# Rank 0's end-of-communicator summary for MPI_COMM_WORLD (coll_cohort_verbose 1).
-summary() { grep '\[0\] COHORT INFO COLL coll/cohort: MPI_COMM_WORLD:' "$1"; }
+# What rank 0 printed (mpirun_to's OUTPUT.d holds each rank's files).
+rank0() { cat "$1.d"/1/rank.0/stdout "$1.d"/1/rank.0/stderr 2>/dev/null; }
+# Rank 0's end-of-communicator summary for MPI_COMM_WORLD (coll_cohort_verbose 1), written by
+# Open MPI's output: "[host:pid] coll:cohort: MPI_COMM_WORLD: ...".
+summary() { rank0 "$1" | grep '^\[[^]]*:[0-9]*\] coll:cohort: MPI_COMM_WORLD:'; }
 
 same_digests() {  # a b: the same cases with the same results, and enough of them
   digests "$1" >"$stage/a" && digests "$2" >"$stage/b" && diff "$stage/a" "$stage/b" >"$log" 2>&1 &&
@@ -94,7 +107,7 @@ for np in 2 3 4; do
   result $? "np=$np C: MPI_MAXLOC, a user op, MPI_SHORT and a strided type fall back (and are right)"
   run "$stage/off$np" "$np" --mca coll_cohort_enable 0 "$stage/ctest"
   status=$?
-  [ $status -eq 0 ] && ! grep -q 'coll/cohort' "$stage/off$np" && same_digests "$stage/on$np" "$stage/off$np" $((350 * np))
+  [ $status -eq 0 ] && ! grep -q 'coll:cohort' "$stage/off$np" && same_digests "$stage/on$np" "$stage/off$np" $((350 * np))
   result $? "np=$np C: results identical to Open MPI's own modules (coll_cohort_enable 0), $(digests "$stage/on$np" | wc -l) cases"
 done
 
@@ -145,7 +158,7 @@ run "$stage/noteam" 3 --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 \
 status=$?
 cp "$stage/noteam" "$log"
 s=$(summary "$stage/noteam")
-[ $status -eq 0 ] && grep -q '\[0\] COHORT WARN COLL coll/cohort: no Cohort team on MPI_COMM_WORLD: .*no-such-algorithm' "$stage/noteam" &&
+[ $status -eq 0 ] && rank0 "$stage/noteam" | grep -q 'coll:cohort: no Cohort team on MPI_COMM_WORLD: .*no-such-algorithm' &&
   echo "$s" | grep -q 'MPI_Allreduce 0 on Cohort, .*fell back (no Cohort team' &&
   same_digests "$stage/noteam" "$stage/off3" 1050
 result $? "a team creation that fails (bad COHORT_COLL_ALGO) is named once; everything falls back, same results"
@@ -156,15 +169,15 @@ $CC -std=c99 -O2 -o "$stage/bench" "$SRCDIR/coll_component_bench.c" $MPI_CFLAGS 
   run "$stage/bench.out" 2 --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/bench" -b 8 -e 1024 -n 20
 status=$?
 cat "$stage/bench.out" >>"$log"
-[ $status -eq 0 ] && grep -Eq '\[0\] COHORT INFO COLL coll/cohort: bench-cohort: MPI_Allreduce [1-9][0-9]* on Cohort' "$stage/bench.out" &&
+[ $status -eq 0 ] && rank0 "$stage/bench.out" | grep -Eq 'coll:cohort: bench-cohort: MPI_Allreduce [1-9][0-9]* on Cohort' &&
   ! grep -q 'bench-ompi' "$stage/bench.out" && grep -Eq '^ +1024 ' "$stage/bench.out"
 result $? "a communicator made with info coll_cohort_enable=false keeps Open MPI's modules (the side-by-side bench runs)"
 
-# A rank late to the first collective: the others say, every COHORT_INIT_TIMEOUT seconds, where
-# they wait (Open MPI's own modules would wait silently), then go on when it comes.
-run "$stage/late" 3 --mca coll_cohort_host 1 -x LATE_RANK=2:4 -x COHORT_INIT_TIMEOUT=1 "$stage/ctest"
+# A rank late to the first collective: the others say, every coll_cohort_init_timeout seconds,
+# where they wait (Open MPI's own modules would wait silently), then go on when it comes.
+run "$stage/late" 3 --mca coll_cohort_host 1 --mca coll_cohort_init_timeout 1 -x LATE_RANK=2:4 "$stage/ctest"
 status=$?
 cp "$stage/late" "$log"
 [ $status -eq 0 ] && grep -q 'summary: 0 wrong on 3 ranks' "$stage/late" &&
-  grep -q '\[0\] COHORT WARN COLL coll/cohort: MPI_Allreduce, the first Cohort collective on MPI_COMM_WORLD (3 ranks), has waited [1-9] s' "$stage/late"
+  rank0 "$stage/late" | grep -q 'coll:cohort: MPI_Allreduce, the first Cohort collective on MPI_COMM_WORLD (3 ranks), has waited [1-9] s'
 result $? "a rank 4 s late to the first collective: the others name the communicator and the wait each second, then finish right"

@@ -1,6 +1,7 @@
 /* Open MPI 4.1 glue (coll framework 2.0.0, module 2.3.0): the component, its MCA parameters,
- * the module and the fallback to the module below us.  Everything else is in the C++ logic
- * behind coll_cohort.h.  Built against the installed Open MPI's development headers. */
+ * its output stream, the module and the fallback to the module below us.  Everything else is
+ * in the C++ logic behind coll_cohort.h.  Built against the installed Open MPI's development
+ * headers, with hidden visibility: the component structure is the one symbol it exports. */
 #include "ompi_config.h"
 
 #include "mpi.h"
@@ -9,8 +10,9 @@
 #include "ompi/mca/coll/coll.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/info.h"
+#include "opal/util/output.h"
 
-#include "ompi/coll_cohort.h"
+#include "coll_cohort.h"
 
 #if OMPI_MAJOR_VERSION != 4 || OMPI_MINOR_VERSION < 1
 #error "this glue is for Open MPI 4.1 (coll API 2.0.0)"
@@ -54,14 +56,21 @@ static void module_destruct(mca_coll_cohort_module_t *m) {
 OBJ_CLASS_INSTANCE(mca_coll_cohort_module_t, mca_coll_base_module_t, module_construct,
                    module_destruct);
 
-/* ------------------------------------------------------------------ parameters */
+/* ------------------------------------------------------------------ parameters, output */
 
-static bool param_enable = true;
-static int param_priority = 40;
-static int param_verbose = 0;
-static bool param_host = false;
-static char *param_collectives = NULL;
+static coll_cohort_params_t params = COLL_COHORT_PARAMS_DEFAULT; /* the MCA variables' storage */
 static int offered = 0; /* COLL_COHORT_* bits, from the logic at open */
+static int output_stream = -1;
+
+/* The logic's messages: warnings always, the rest up to coll_cohort_verbose (the stream's
+ * verbosity); Open MPI's default stream prefixes them with [host:pid] on stderr. */
+static void output(int level, const char *text) {
+  if (level <= 0) {
+    opal_output(output_stream, "%s", text);
+  } else {
+    opal_output_verbose(level, output_stream, "%s", text);
+  }
+}
 
 /* ------------------------------------------------------------------ collectives */
 
@@ -93,16 +102,6 @@ static int cohort_reduce(const void *sbuf, void *rbuf, int count, struct ompi_da
   return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
 }
 
-static int cohort_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_allgather(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc;
-  return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                           m->prev_allgather_module);
-}
-
 static int cohort_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                        struct ompi_communicator_t *comm,
@@ -114,15 +113,19 @@ static int cohort_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       m->prev_reduce_scatter_block_module);
 }
 
-static int cohort_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_alltoall(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc;
-  return m->prev_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                          m->prev_alltoall_module);
-}
+/* Allgather and alltoall take the same arguments: one definition serves both. */
+#define COHORT_BLOCKS_COLL(name)                                                                 \
+  static int cohort_##name(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,         \
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,              \
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {  \
+    mca_coll_cohort_module_t *m = MODULE(module);                                                \
+    int rc;                                                                                      \
+    if (coll_cohort_##name(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc; \
+    return m->prev_##name(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,                      \
+                          m->prev_##name##_module);                                              \
+  }
+COHORT_BLOCKS_COLL(allgather)
+COHORT_BLOCKS_COLL(alltoall)
 
 static int cohort_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
   mca_coll_cohort_module_t *m = MODULE(module);
@@ -156,9 +159,11 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
 
 static int cohort_register(void);
 static int cohort_open(void);
+static int cohort_close(void);
 static int cohort_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority);
 
+OMPI_MODULE_DECLSPEC extern mca_coll_base_component_2_0_0_t mca_coll_cohort_component;
 mca_coll_base_component_2_0_0_t mca_coll_cohort_component = {
     .collm_version =
         {
@@ -166,6 +171,7 @@ mca_coll_base_component_2_0_0_t mca_coll_cohort_component = {
             .mca_component_name = "cohort",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = cohort_open,
+            .mca_close_component = cohort_close,
             .mca_register_component_params = cohort_register,
         },
     .collm_data = {MCA_BASE_METADATA_PARAM_CHECKPOINT},
@@ -175,40 +181,48 @@ mca_coll_base_component_2_0_0_t mca_coll_cohort_component = {
 
 static int cohort_register(void) {
   mca_base_component_t *c = &mca_coll_cohort_component.collm_version;
-  param_collectives = "all";
   (void)mca_base_component_var_register(
       c, "enable", "Use Cohort for the collectives it supports", MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
-      0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &param_enable);
+      0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &params.enable);
   (void)mca_base_component_var_register(
       c, "priority", "Priority of the cohort coll component (tuned is 30)", MCA_BASE_VAR_TYPE_INT,
-      NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &param_priority);
+      NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &params.priority);
   (void)mca_base_component_var_register(
       c, "verbose",
       "0 quiet; 1 a summary per communicator when it ends (calls run on Cohort, fallbacks by "
       "reason); 2 also the first fallback of each kind; 3 every call",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
-      &param_verbose);
+      &params.verbose);
   (void)mca_base_component_var_register(
       c, "host", "Run collectives on host buffers on Cohort too (default: device buffers only)",
       MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
-      &param_host);
+      &params.host_buffers);
   (void)mca_base_component_var_register(
       c, "collectives",
       "Collectives Cohort runs, comma-separated: allreduce, bcast, reduce, allgather, "
       "reduce_scatter_block, alltoall, barrier; or all",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-      &param_collectives);
+      &params.collectives);
+  (void)mca_base_component_var_register(
+      c, "init_timeout",
+      "Seconds each phase of a communicator's team creation waits for peers (Cohort's "
+      "init_timeout); while a rank has not made the first collective, the others say so this "
+      "often",
+      MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+      &params.init_timeout);
   return OMPI_SUCCESS;
 }
 
 static int cohort_open(void) {
-  coll_cohort_params_t params;
-  params.enable = param_enable;
-  params.priority = param_priority;
-  params.verbose = param_verbose;
-  params.host_buffers = param_host;
-  params.collectives = param_collectives;
-  offered = coll_cohort_configure(&params);
+  output_stream = opal_output_open(NULL);
+  opal_output_set_verbosity(output_stream, params.verbose);
+  offered = coll_cohort_configure(&params, output);
+  return OMPI_SUCCESS;
+}
+
+static int cohort_close(void) {
+  opal_output_close(output_stream);
+  output_stream = -1;
   return OMPI_SUCCESS;
 }
 
@@ -231,7 +245,7 @@ static bool disabled_by_info(struct ompi_communicator_t *comm) {
 /* Inter-communicators, single ranks, Cohort's own communicators and those whose info says so
  * get no module. */
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority) {
-  if (!param_enable || offered == 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 ||
+  if (!params.enable || offered == 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 ||
       coll_cohort_busy() || disabled_by_info(comm)) {
     return NULL;
   }
@@ -241,6 +255,6 @@ static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *com
 #define COHORT_OFFER(name, bit) \
   if (offered & (bit)) m->super.coll_##name = cohort_##name;
   COHORT_FOR_EACH_COLL(COHORT_OFFER)
-  *priority = param_priority;
+  *priority = params.priority;
   return &m->super;
 }
