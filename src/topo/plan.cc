@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/hash.h"
 #include "topo/trees.h"
 
 namespace cohort::topo {
@@ -12,12 +13,6 @@ constexpr int kHostChannels = 2;
 constexpr int32_t kSummaryMagic = 0x5c0e77a;
 // Header words: magic, channels, local count, intra type, net type, fallback, bw (2 words).
 constexpr size_t kHeaderWords = 8;
-
-uint64_t fnv(uint64_t hash, const void *data, size_t len) {
-  const auto *bytes = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < len; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
-  return hash;
-}
 
 }  // namespace
 
@@ -204,15 +199,14 @@ Status align_plan(const std::vector<NodeSummary> &nodes, int team_size, Plan *ou
 }
 
 uint64_t plan_hash(const Plan &plan) {
-  uint64_t h = 1469598103934665603ull;
   int32_t head[4] = {plan.channels, plan.nodes, static_cast<int32_t>(plan.intra_type),
                      static_cast<int32_t>(plan.net_type)};
-  h = fnv(h, head, sizeof(head));
-  h = fnv(h, &plan.bw, sizeof(plan.bw));
+  uint64_t h = fnv1a(head, sizeof(head));
+  h = fnv1a(&plan.bw, sizeof(plan.bw), h);
   for (const std::vector<int> &ring : plan.rings)
-    h = fnv(h, ring.data(), ring.size() * sizeof(int));
+    h = fnv1a(ring.data(), ring.size() * sizeof(int), h);
   for (const std::vector<TreeLinks> &tree : plan.trees) {
-    h = fnv(h, tree.data(), tree.size() * sizeof(TreeLinks));
+    h = fnv1a(tree.data(), tree.size() * sizeof(TreeLinks), h);
   }
   return h;
 }

@@ -107,7 +107,7 @@ COHORT_LAUNCHER=mpirun submit mpirun --ntasks-per-node=3 "$TOP_SRCDIR/contrib/sl
 status=$?
 [ $status -eq 0 ] && grep -q 'launcher mpirun' "$stage/mpirun.out" &&
   grep -q 'summary: 0 wrong on 3 ranks' "$stage/mpirun.out" &&
-  grep -Eq '\[0\] COHORT INFO COLL coll/cohort: MPI_COMM_WORLD: MPI_Allreduce [1-9][0-9]* on Cohort' "$stage/mpirun.out"
+  grep -Eq 'coll:cohort: MPI_COMM_WORLD: MPI_Allreduce [1-9][0-9]* on Cohort' "$stage/mpirun.out"
 result $? "COHORT_LAUNCHER=mpirun: an unmodified MPI program inside the allocation runs its collectives on Cohort"
 
 submit ftest --ntasks-per-node=2 "$TOP_SRCDIR/contrib/slurm/cohort.sbatch" "$stage/ctest"
