@@ -2,9 +2,11 @@
 # GPU checks, run on a GPU machine that received this tree with a CUDA build folder and the
 # MPI runtime folder from ../shared/device/fetch-runtime.sh (see docs/architecture.md):
 #   contrib/gpu-check.sh BUILD_DIR RESULTS_DIR
-# Runs: cohort_info --device-check; the duplicate-GPU scenario (2 ranks, one GPU, sharing not
-# allowed: every rank must fail with the message); the shared-GPU scenario under MPS; the
-# whole multi-rank suite with sharing allowed; and team-creation timings at 1, 2, 4, 8 ranks;
+# Runs: the unit tests (the real CUDA driver); cohort_info --device-check; the duplicate-GPU
+# scenario (2 ranks, one GPU, sharing not allowed: every rank must fail with the message); the
+# shared-GPU and GPU-bound-team scenarios under MPS; the failure and transport tests; the
+# multi-rank suite with sharing allowed (GPU_CHECK_SUITE: a filter); team-creation timings at
+# 1, 2, 4, 8 ranks; collectives on one channel against two, each against MPI;
 # cohort_info --topo of the machine, a team's topology dump and its byte-identical reload; the
 # Open MPI component (its CUDA-driver unit tests, the C and Fortran component tests against Open
 # MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part.
@@ -16,8 +18,11 @@ results=${2:-/tmp/cohort-gpu}
 mkdir -p "$results"
 source .devrt/env.sh
 export LD_LIBRARY_PATH=$PWD/$build/src/.libs:$LD_LIBRARY_PATH
-team_test=$PWD/$build/test/mpi/.libs/team_test
-perf=$PWD/$build/tools/.libs/cohort_perf
+# A libtool-linked program's real binary (.libs/ when it links libcohort.so).
+binary() { if [ -x "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")" ]; then
+  echo "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")"; else echo "$PWD/$build/$1"; fi; }
+team_test=$(binary test/mpi/team_test)
+perf=$(binary tools/cohort_perf)
 # Open MPI's PMIx prints a harmless plugin-load warning per process there; keep logs readable.
 quiet() { grep -v -e 'pmix_mca_base_component_repository_open' -e 'dlopen error' -e 'Perhaps a missing symbol'; }
 run() {  # title command...  (appends to $results/$name.log)
@@ -32,7 +37,7 @@ component_checks() {
   local path=$PWD/$build/_install/lib/cohort/openmpi:$OPAL_PREFIX/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
   local mca=(--mca mca_base_component_path "$path")
   name=component; run "unit tests of the component (memory type from the CUDA driver)" \
-    "$PWD/$build/test/gtest/.libs/unit_tests" --gtest_filter='Ompi*'
+    "$(binary test/gtest/unit_tests)" --gtest_filter='Ompi*'
   for prog in ctest ftest; do
     name=component; run "$prog np=4 through the component (host switch on)" mpirun -np 4 "${mca[@]}" \
       --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 --output-filename "$results/$prog-on" \
@@ -44,6 +49,7 @@ component_checks() {
       <(cat $results/$prog-off/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) && \
       cat $results/$prog-on/1/rank.*/stdout | grep -cE '^[0-9]+ [a-z]'"
   done
+  [ "${GPU_CHECK_BENCH:-1}" = 1 ] || return 0  # GPU_CHECK_BENCH=0: no side-by-side bench
   for coll in allreduce bcast allgather; do
     name=bench; run "side by side np=4 $coll: Cohort vs Open MPI's modules" mpirun -np 4 "${mca[@]}" \
       --mca coll_cohort_host 1 "$PWD/$build/extra/bench" -c $coll -b 8 -e 67108864 -n 400
@@ -53,19 +59,37 @@ if [ "${GPU_CHECK_ONLY:-}" = component ]; then
   component_checks
   exit 0
 fi
-name=info; run "cohort_info --build --device-check" "$PWD/$build/tools/.libs/cohort_info" --build --device-check
+name=unit; run "unit tests (the real CUDA driver behind cohort_memory_kind)" \
+  "$(binary test/gtest/unit_tests)"
+name=info; run "cohort_info --build --device-check" "$(binary tools/cohort_info)" --build --device-check
 name=duplicate; run "duplicate GPU, 2 ranks, no MPS" mpirun -np 2 "$team_test" gpu-duplicate
 source .devrt/mps.sh start
 name=shared; run "shared GPU allowed, 2 ranks, MPS" mpirun -np 2 "$team_test" gpu-shared
-name=suite; run "multi-rank suite, sharing allowed" env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun \
-  TEAM_TEST="$team_test" bash test/mpi/run-team-tests.sh
+name=shared; run "GPU-bound team: host and managed buffers work, device buffers refused" \
+  env COHORT_ALLOW_SHARED_GPU=1 mpirun -np 2 "$team_test" gpu-coll
+name=failure; run "failure tests (aborts, UCX endpoint failure, overflow), GPU-bound teams" \
+  env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun FAILURE_TEST="$(binary test/mpi/failure_test)" \
+  bash test/mpi/run-failure-tests.sh
+name=failure; run "a transport registered by a test" env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun \
+  TRANSPORT_TEST="$(binary test/mpi/transport_test)" bash test/mpi/run-transport-tests.sh
+name=suite; run "multi-rank suite, sharing allowed${GPU_CHECK_SUITE:+ ($GPU_CHECK_SUITE)}" \
+  env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun TEAM_TEST="$team_test" \
+  COHORT_TEST_FILTER="${GPU_CHECK_SUITE:-}" bash test/mpi/run-team-tests.sh
 for np in 1 2 4 8; do
   name=perf; run "cohort_perf --team-create np=$np" env COHORT_ALLOW_SHARED_GPU=1 \
     mpirun -np $np "$perf" --team-create -n 50
 done
+# One channel against two (both of a host-only plan), each against MPI in the same run.
+for np in 4 8; do
+  for algo in "" "allreduce=ring*2,reduce=chain*2,broadcast=chain*2"; do
+    name=channels; run "np=$np ${algo:-one channel}" env COHORT_ALLOW_SHARED_GPU=1 \
+      COHORT_COLL_ALGO="$algo" mpirun -np $np --bind-to core "$perf" -c allreduce,reduce,broadcast \
+      -b 256K -e 64M -f 4 -n 40 --vs-mpi
+  done
+done
 name=perf; run "host collective sweep np=4 (16 cores: not oversubscribed)" env \
   COHORT_ALLOW_SHARED_GPU=1 mpirun -np 4 "$perf" -c all -b 8 -e 64M -f 8 --check --vs-mpi
-name=topo; run "cohort_info --topo (detected)" "$PWD/$build/tools/.libs/cohort_info" --topo
+name=topo; run "cohort_info --topo (detected)" "$(binary tools/cohort_info)" --topo
 name=topo; run "plan, 2 ranks on the GPU, topology dumped" env COHORT_ALLOW_SHARED_GPU=1 \
   COHORT_DEBUG=INFO COHORT_DEBUG_SUBSYS=TOPO,GRAPH COHORT_TOPO_DUMP_FILE="$results/dump.xml" \
   mpirun -np 2 "$team_test" plan

@@ -1188,7 +1188,8 @@ bool have_gpu() {
 #endif
 }
 
-// A team bound to the GPU: host and managed buffers work, device buffers get a named error.
+// A team bound to the GPU: host, pinned and managed buffers work, device buffers get a named
+// error.
 void scenario_gpu_coll() {
 #if COHORT_TEST_HAVE_CUDA
   ScopedEnv shared("COHORT_ALLOW_SHARED_GPU", "1");
@@ -1210,12 +1211,33 @@ void scenario_gpu_coll() {
     CHECK(managed[0] == g_size, "managed allreduce gave %d", managed[0]);
   }
   if (device != nullptr) {
+    // Device memory with host memory: refused, naming both kinds.
     CHECK_STATUS(cohort_allreduce(team.get(), host.data(), device, 64, COHORT_INT32, COHORT_SUM),
                  COHORT_ERR_NOT_SUPPORTED);
-    CHECK(contains(cohort_last_error(), "recvbuf is GPU memory"), "message: %s",
-          cohort_last_error());
-    if (g_rank == 0) printf("device buffer: %s\n", cohort_last_error());
+    CHECK(contains(cohort_last_error(), "sendbuf is host memory and recvbuf cuda-device"),
+          "message: %s", cohort_last_error());
+    if (g_rank == 0) printf("device and host buffer: %s\n", cohort_last_error());
+    // Device memory on both sides: the selection table has no algorithm for it yet.
+    CHECK_STATUS(cohort_allreduce(team.get(), device, device, 64, COHORT_INT32, COHORT_SUM),
+                 COHORT_ERR_NOT_SUPPORTED);
+    CHECK(contains(cohort_last_error(), "allreduce on cuda-device memory: no algorithm"),
+          "message: %s", cohort_last_error());
+    if (g_rank == 0) printf("device buffers: %s\n", cohort_last_error());
   }
+  // Pinned host memory is host memory to the host algorithms.
+  int *pinned = nullptr;
+  CHECK(cudaMallocHost(reinterpret_cast<void **>(&pinned), 64 * sizeof(int)) == cudaSuccess,
+        "cudaMallocHost");
+  if (pinned != nullptr) {
+    cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+    CHECK_STATUS(cohort_memory_kind(pinned, &kind), COHORT_SUCCESS);
+    CHECK(kind == COHORT_MEMORY_CUDA_HOST, "pinned memory is %s", cohort_memory_kind_name(kind));
+    for (int i = 0; i < 64; ++i) pinned[i] = 2;
+    CHECK_STATUS(cohort_allreduce(team.get(), pinned, pinned, 64, COHORT_INT32, COHORT_SUM),
+                 COHORT_SUCCESS);
+    CHECK(pinned[63] == 2 * g_size, "pinned allreduce gave %d", pinned[63]);
+  }
+  cudaFreeHost(pinned);
   cudaFree(managed);
   cudaFree(device);
 #endif
