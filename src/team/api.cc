@@ -1,8 +1,6 @@
 // The C API of teams.  Handles are opaque ids looked up in a registry, never dereferenced,
 // so a destroyed or forged handle gets a named error instead of a crash.
 #include <cstring>
-#include <exception>
-#include <new>
 #include <mutex>
 #include <unordered_map>
 
@@ -141,20 +139,6 @@ Status finish_post(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_
   if (is_error(posted)) return posted;
   *out = registry().add(team);
   return COHORT_SUCCESS;
-}
-
-// Exceptions never cross the C API: an allocation failure becomes COHORT_ERR_NO_MEMORY.
-template <typename Body>
-Status guarded(const char *call, Body &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", call);
-  } catch (const std::exception &e) {
-    return failf(COHORT_ERR_INTERNAL, "%s: %s", call, e.what());
-  } catch (...) {
-    return failf(COHORT_ERR_INTERNAL, "%s: unknown exception", call);
-  }
 }
 
 // A collective through the C API: the team's handle resolved, exceptions kept inside.
