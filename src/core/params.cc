@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/text.h"
+
 namespace cohort {
 namespace {
 
@@ -68,21 +70,6 @@ const std::vector<ParamSpec> kTestingParams = {
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char &c : out) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::vector<std::string_view> split_commas(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view item = text.substr(start, end - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) out.push_back(item);
-    start = end + 1;
-  }
   return out;
 }
 
@@ -177,7 +164,7 @@ Status parse_double(std::string_view what, std::string_view text, double min_val
 
 Status parse_enum(std::string_view what, std::string_view text, std::string_view choices,
                   int *out) {
-  std::vector<std::string_view> words = split_commas(choices);
+  std::vector<std::string_view> words = split(choices, ",");
   for (size_t i = 0; i < words.size(); ++i) {
     if (lower(words[i]) == lower(text)) {
       *out = static_cast<int>(i);
@@ -193,10 +180,10 @@ Status parse_list(std::string_view what, std::string_view text, std::string_view
                   uint64_t *out) {
   bool invert = !text.empty() && text.front() == '^';
   std::string_view items = invert ? text.substr(1) : text;
-  std::vector<std::string_view> words = split_commas(choices);
+  std::vector<std::string_view> words = split(choices, ",");
   uint64_t all = words.size() >= 64 ? ~0ull : (1ull << words.size()) - 1;
   uint64_t mask = 0;
-  for (std::string_view item : split_commas(items)) {
+  for (std::string_view item : split(items, ",")) {
     if (lower(item) == "all") {
       mask = all;
       continue;
