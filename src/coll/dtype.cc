@@ -12,20 +12,22 @@ struct DtypeInfo {
   const char *name;
   size_t size;
   bool is_float;
+  MPI_Datatype mpi;  // MPI_DATATYPE_NULL: MPI has no standard one
 };
 
-// Indexed by cohort_dtype_t; the static_assert below catches an enum that grew.
-constexpr DtypeInfo kDtypes[] = {
-    {COHORT_INT8, "int8", sizeof(int8_t), false},
-    {COHORT_UINT8, "uint8", sizeof(uint8_t), false},
-    {COHORT_INT32, "int32", sizeof(int32_t), false},
-    {COHORT_UINT32, "uint32", sizeof(uint32_t), false},
-    {COHORT_INT64, "int64", sizeof(int64_t), false},
-    {COHORT_UINT64, "uint64", sizeof(uint64_t), false},
-    {COHORT_FLOAT16, "fp16", 2, true},
-    {COHORT_BFLOAT16, "bf16", 2, true},
-    {COHORT_FLOAT32, "fp32", sizeof(float), true},
-    {COHORT_FLOAT64, "fp64", sizeof(double), true},
+// Indexed by cohort_dtype_t; the static_assert below catches an enum that grew.  Not constexpr:
+// an MPI handle need not be a constant expression (Open MPI's are addresses).
+const DtypeInfo kDtypes[] = {
+    {COHORT_INT8, "int8", sizeof(int8_t), false, MPI_INT8_T},
+    {COHORT_UINT8, "uint8", sizeof(uint8_t), false, MPI_UINT8_T},
+    {COHORT_INT32, "int32", sizeof(int32_t), false, MPI_INT32_T},
+    {COHORT_UINT32, "uint32", sizeof(uint32_t), false, MPI_UINT32_T},
+    {COHORT_INT64, "int64", sizeof(int64_t), false, MPI_INT64_T},
+    {COHORT_UINT64, "uint64", sizeof(uint64_t), false, MPI_UINT64_T},
+    {COHORT_FLOAT16, "fp16", 2, true, MPI_DATATYPE_NULL},
+    {COHORT_BFLOAT16, "bf16", 2, true, MPI_DATATYPE_NULL},
+    {COHORT_FLOAT32, "fp32", sizeof(float), true, MPI_FLOAT},
+    {COHORT_FLOAT64, "fp64", sizeof(double), true, MPI_DOUBLE},
 };
 static_assert(std::size(kDtypes) == COHORT_NUM_DTYPES, "every dtype described");
 
@@ -37,8 +39,13 @@ constexpr struct {
     {"double", COHORT_FLOAT64}, {"int", COHORT_INT32},
 };
 
-constexpr const char *kOpNames[] = {"sum", "prod", "min", "max", "avg"};
-static_assert(std::size(kOpNames) == COHORT_NUM_OPS, "every op named");
+// Indexed by cohort_op_t.
+const struct {
+  const char *name;
+  MPI_Op mpi;  // MPI_OP_NULL: MPI has none
+} kOps[] = {
+    {"sum", MPI_SUM}, {"prod", MPI_PROD}, {"min", MPI_MIN}, {"max", MPI_MAX}, {"avg", MPI_OP_NULL}};
+static_assert(std::size(kOps) == COHORT_NUM_OPS, "every op described");
 
 bool valid_dtype(int dtype) { return dtype >= 0 && dtype < COHORT_NUM_DTYPES; }
 bool valid_op(int op) { return op >= 0 && op < COHORT_NUM_OPS; }
@@ -72,11 +79,11 @@ std::optional<cohort_dtype_t> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-const char *op_name(cohort_op_t op) { return valid_op(op) ? kOpNames[op] : "invalid"; }
+const char *op_name(cohort_op_t op) { return valid_op(op) ? kOps[op].name : "invalid"; }
 
 std::optional<cohort_op_t> parse_op(std::string_view name) {
   for (int op = 0; op < COHORT_NUM_OPS; ++op) {
-    if (equals_ignoring_case(name, kOpNames[op])) return static_cast<cohort_op_t>(op);
+    if (equals_ignoring_case(name, kOps[op].name)) return static_cast<cohort_op_t>(op);
   }
   return std::nullopt;
 }
@@ -113,35 +120,24 @@ Status check_reduction(int dtype, int op) {
 Status mpi_datatype(int dtype, MPI_Datatype *out) {
   Status s = check_dtype(dtype);
   if (is_error(s)) return s;
-  switch (static_cast<cohort_dtype_t>(dtype)) {
-    case COHORT_INT8: *out = MPI_INT8_T; break;
-    case COHORT_UINT8: *out = MPI_UINT8_T; break;
-    case COHORT_INT32: *out = MPI_INT32_T; break;
-    case COHORT_UINT32: *out = MPI_UINT32_T; break;
-    case COHORT_INT64: *out = MPI_INT64_T; break;
-    case COHORT_UINT64: *out = MPI_UINT64_T; break;
-    case COHORT_FLOAT32: *out = MPI_FLOAT; break;
-    case COHORT_FLOAT64: *out = MPI_DOUBLE; break;
-    default:
-      return failf(COHORT_ERR_NOT_SUPPORTED,
-                   "dtype %s has no standard MPI datatype (move it as MPI_UINT16_T; reduce it "
-                   "widened to MPI_FLOAT)",
-                   dtype_name(static_cast<cohort_dtype_t>(dtype)));
+  const DtypeInfo &info = kDtypes[dtype];
+  if (info.mpi == MPI_DATATYPE_NULL) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "dtype %s has no standard MPI datatype (move it as MPI_UINT16_T; reduce it "
+                 "widened to MPI_FLOAT)",
+                 info.name);
   }
+  *out = info.mpi;
   return COHORT_SUCCESS;
 }
 
 Status mpi_op(int op, MPI_Op *out) {
   Status s = check_op(op);
   if (is_error(s)) return s;
-  switch (static_cast<cohort_op_t>(op)) {
-    case COHORT_SUM: *out = MPI_SUM; break;
-    case COHORT_PROD: *out = MPI_PROD; break;
-    case COHORT_MIN: *out = MPI_MIN; break;
-    case COHORT_MAX: *out = MPI_MAX; break;
-    default:
-      return fail(COHORT_ERR_NOT_SUPPORTED, "op avg has no MPI op (reduce with MPI_SUM, divide)");
+  if (kOps[op].mpi == MPI_OP_NULL) {  // avg
+    return fail(COHORT_ERR_NOT_SUPPORTED, "op avg has no MPI op (reduce with MPI_SUM, divide)");
   }
+  *out = kOps[op].mpi;
   return COHORT_SUCCESS;
 }
 

@@ -108,12 +108,18 @@ class Algorithm {
   explicit Algorithm(const CollArgs &args) : args_(args) {}
   virtual ~Algorithm() = default;
   virtual int num_steps() const = 0;
+  virtual size_t scratch_count() const { return 0; }
   // Clears `out` and appends step `s`'s actions.
   virtual void step(int s, std::vector<Action> *out) const = 0;
-  virtual size_t scratch_count() const { return 0; }
   const CollArgs &args() const { return args_; }
 
  protected:
+  // Block `k` of a buffer that holds one block of `count` elements per rank (allgather's
+  // output, alltoall's buffers, a scratch slot per rank).
+  Span block(Buffer buffer, int k) const {
+    return Span{buffer, static_cast<size_t>(k) * args_.count, args_.count};
+  }
+
   const CollArgs args_;
 };
 

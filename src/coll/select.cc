@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/text.h"
+
 namespace cohort::coll {
 namespace {
 
@@ -39,25 +41,6 @@ const DefaultRule kDefaults[] = {
     {Collective::kAlltoall, SIZE_MAX, 0, "pairwise", 0, ""},
     {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
 };
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split_rules(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find_first_of(";,", start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view rule = trim(text.substr(start, end - start));
-    if (!rule.empty()) out.push_back(rule);
-    start = end + 1;
-  }
-  return out;
-}
 
 std::string names_of(Collective c) {
   std::string names;
@@ -236,7 +219,7 @@ Selection::Selection() {
 Status Selection::parse(std::string_view text, Selection *out) {
   Selection selection;
   std::vector<SelectRule> overrides;
-  for (std::string_view rule_text : split_rules(text)) {
+  for (std::string_view rule_text : split(text, ";,")) {
     SelectRule rule;
     Status s = parse_rule(rule_text, &rule);
     if (is_error(s)) return s;

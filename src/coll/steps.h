@@ -49,4 +49,32 @@ inline size_t piece_count(size_t count, size_t elem_size) {
   return count == 0 ? 0 : (count + per_piece - 1) / per_piece;
 }
 
+// An algorithm that runs along the plan's ring.
+class RingAlgorithm : public Algorithm {
+ public:
+  explicit RingAlgorithm(const CollArgs &args) : Algorithm(args), ring_(args) {}
+
+ protected:
+  RingView ring_;
+};
+
+// A pipelined chain along the ring: the data cut into pieces that follow each other one step
+// apart down the chain's n - 1 hops, so it takes pieces + n - 2 steps.
+class ChainAlgorithm : public RingAlgorithm {
+ public:
+  explicit ChainAlgorithm(const CollArgs &args)
+      : RingAlgorithm(args), pieces_(static_cast<int>(piece_count(args.count, args.elem_size))) {}
+
+  int num_steps() const override { return nothing_moves() ? 1 : pieces_ + ring_.n - 2; }
+
+ protected:
+  bool nothing_moves() const { return ring_.n == 1 || pieces_ == 0; }
+  Span piece(Buffer buffer, int j) const {
+    size_t begin = part_begin(args_.count, pieces_, j);
+    return span(buffer, begin, part_begin(args_.count, pieces_, j + 1) - begin);
+  }
+
+  int pieces_;
+};
+
 }  // namespace cohort::coll

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 
 #include "core/params.h"
@@ -81,13 +82,9 @@ LogState &loaded_state() {
 }
 
 const char *level_name(LogLevel level) {
-  switch (level) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    case LogLevel::kNone: break;
-  }
-  return "";
+  static const char *names[] = {"", "WARN", "INFO", "TRACE"};  // by LogLevel; kNone logs nothing
+  auto index = static_cast<size_t>(level);
+  return index < std::size(names) ? names[index] : "";
 }
 
 const char *subsys_name(uint64_t subsys) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/text.h"
+
 namespace cohort {
 namespace {
 
@@ -71,37 +73,12 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::vector<std::string_view> split_commas(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view item = text.substr(start, end - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) out.push_back(item);
-    start = end + 1;
-  }
-  return out;
-}
-
 Status bad(std::string_view what, std::string_view text, const char *expected) {
   return failf(COHORT_ERR_INVALID_ARG, "%.*s='%.*s': %s", static_cast<int>(what.size()),
                what.data(), static_cast<int>(text.size()), text.data(), expected);
 }
 
 std::string env_name(const ParamSpec &spec) { return std::string("COHORT_") + spec.name; }
-
-Status lookup(const char *name, ParamType type, const ParamSpec **spec, std::string *text) {
-  *spec = param_find(name);
-  if (*spec == nullptr || (*spec)->type != type) {
-    return failf(COHORT_ERR_INTERNAL, "parameter COHORT_%s is not registered as %s", name,
-                 param_type_name(type));
-  }
-  *text = param_text(**spec);
-  return COHORT_SUCCESS;
-}
 
 }  // namespace
 
@@ -177,7 +154,7 @@ Status parse_double(std::string_view what, std::string_view text, double min_val
 
 Status parse_enum(std::string_view what, std::string_view text, std::string_view choices,
                   int *out) {
-  std::vector<std::string_view> words = split_commas(choices);
+  std::vector<std::string_view> words = split(choices, ",");
   for (size_t i = 0; i < words.size(); ++i) {
     if (lower(words[i]) == lower(text)) {
       *out = static_cast<int>(i);
@@ -193,10 +170,10 @@ Status parse_list(std::string_view what, std::string_view text, std::string_view
                   uint64_t *out) {
   bool invert = !text.empty() && text.front() == '^';
   std::string_view items = invert ? text.substr(1) : text;
-  std::vector<std::string_view> words = split_commas(choices);
+  std::vector<std::string_view> words = split(choices, ",");
   uint64_t all = words.size() >= 64 ? ~0ull : (1ull << words.size()) - 1;
   uint64_t mask = 0;
-  for (std::string_view item : split_commas(items)) {
+  for (std::string_view item : split(items, ",")) {
     if (lower(item) == "all") {
       mask = all;
       continue;
@@ -215,46 +192,53 @@ Status parse_list(std::string_view what, std::string_view text, std::string_view
   return COHORT_SUCCESS;
 }
 
-Status param_bool(const char *name, bool *out) {
-  const ParamSpec *spec;
-  std::string text;
-  Status s = lookup(name, ParamType::kBool, &spec, &text);
-  return is_error(s) ? s : parse_bool(env_name(*spec), text, out);
+namespace {
+
+// The parser of each getter's type, with the bounds or choices `spec` gives it.
+Status parse_value(const ParamSpec &, std::string_view what, std::string_view text, bool *out) {
+  return parse_bool(what, text, out);
+}
+Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text,
+                   int64_t *out) {
+  return parse_int(what, text, spec.min_value, out);
+}
+Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text,
+                   double *out) {
+  return parse_double(what, text, spec.min_value, out);
+}
+Status parse_value(const ParamSpec &, std::string_view, std::string_view text, std::string *out) {
+  *out = text;
+  return COHORT_SUCCESS;
+}
+Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text, int *out) {
+  return parse_enum(what, text, spec.choices, out);
+}
+Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text,
+                   uint64_t *out) {
+  return parse_list(what, text, spec.choices, out);
 }
 
-Status param_int(const char *name, int64_t *out) {
-  const ParamSpec *spec;
-  std::string text;
-  Status s = lookup(name, ParamType::kInt, &spec, &text);
-  return is_error(s) ? s : parse_int(env_name(*spec), text, spec->min_value, out);
+// The effective value of parameter `name`, which must be registered as `type`.
+template <typename T>
+Status get(const char *name, ParamType type, T *out) {
+  const ParamSpec *spec = param_find(name);
+  if (spec == nullptr || spec->type != type) {
+    return failf(COHORT_ERR_INTERNAL, "parameter COHORT_%s is not registered as %s", name,
+                 param_type_name(type));
+  }
+  return parse_value(*spec, env_name(*spec), param_text(*spec), out);
 }
 
-Status param_double(const char *name, double *out) {
-  const ParamSpec *spec;
-  std::string text;
-  Status s = lookup(name, ParamType::kDouble, &spec, &text);
-  return is_error(s) ? s : parse_double(env_name(*spec), text, spec->min_value, out);
-}
+}  // namespace
 
+Status param_bool(const char *name, bool *out) { return get(name, ParamType::kBool, out); }
+Status param_int(const char *name, int64_t *out) { return get(name, ParamType::kInt, out); }
+Status param_double(const char *name, double *out) { return get(name, ParamType::kDouble, out); }
 Status param_string(const char *name, std::string *out) {
-  const ParamSpec *spec;
-  Status s = lookup(name, ParamType::kString, &spec, out);
-  return s;
+  return get(name, ParamType::kString, out);
 }
-
-Status param_enum(const char *name, int *out) {
-  const ParamSpec *spec;
-  std::string text;
-  Status s = lookup(name, ParamType::kEnum, &spec, &text);
-  return is_error(s) ? s : parse_enum(env_name(*spec), text, spec->choices, out);
-}
-
-Status param_list(const char *name, uint64_t *out) {
-  const ParamSpec *spec;
-  std::string text;
-  Status s = lookup(name, ParamType::kList, &spec, &text);
-  return is_error(s) ? s : parse_list(env_name(*spec), text, spec->choices, out);
-}
+Status param_enum(const char *name, int *out) { return get(name, ParamType::kEnum, out); }
+Status param_list(const char *name, uint64_t *out) { return get(name, ParamType::kList, out); }
 
 Status params_validate_env() {
   for (const ParamSpec &spec : kParams) {  // testing parameters are strings, checked by users

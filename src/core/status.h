@@ -1,6 +1,8 @@
 // Status codes and the thread-local error detail behind cohort_last_error().
 #pragma once
 
+#include <exception>
+#include <new>
 #include <string>
 
 #include "cohort.h"
@@ -23,5 +25,21 @@ const std::string &last_error();
 
 // printf into a std::string.
 std::string strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Runs `body` and returns its status, an exception turned into one that `what` names (an
+// allocation failure is COHORT_ERR_NO_MEMORY): exceptions never cross the C API, and a
+// creation phase's failure travels in its record like any other error.
+template <typename Body>
+Status guarded(const char *what, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", what);
+  } catch (const std::exception &e) {
+    return failf(COHORT_ERR_INTERNAL, "%s: %s", what, e.what());
+  } catch (...) {
+    return failf(COHORT_ERR_INTERNAL, "%s: unknown exception", what);
+  }
+}
 
 }  // namespace cohort

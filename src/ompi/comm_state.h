@@ -13,22 +13,26 @@
 
 namespace cohort::ompi {
 
+// Base of the component's classes that own a scope or handles: never copied.
+class NonCopyable {
+ protected:
+  NonCopyable() = default;
+  NonCopyable(const NonCopyable &) = delete;
+  NonCopyable &operator=(const NonCopyable &) = delete;
+};
+
 // Marks this thread as inside Cohort for the scope's life.
-class BusyScope {
+class BusyScope : NonCopyable {
  public:
   BusyScope();
   ~BusyScope();
-  BusyScope(const BusyScope &) = delete;
-  BusyScope &operator=(const BusyScope &) = delete;
 };
 bool busy();
 
-class CommState {
+class CommState : NonCopyable {
  public:
   explicit CommState(MPI_Comm comm);
   ~CommState();
-  CommState(const CommState &) = delete;
-  CommState &operator=(const CommState &) = delete;
 
   // The team, created on first use; nullptr when it cannot be had (every rank alike: team
   // creation ends the same everywhere), after warning once why.

@@ -1,8 +1,6 @@
 // The C API of teams.  Handles are opaque ids looked up in a registry, never dereferenced,
 // so a destroyed or forged handle gets a named error instead of a crash.
 #include <cstring>
-#include <exception>
-#include <new>
 #include <mutex>
 #include <unordered_map>
 
@@ -19,7 +17,14 @@ namespace {
 template <typename Handle, typename Value>
 class Registry {
  public:
-  explicit Registry(uintptr_t first_id) : next_id_(first_id) {}
+  // How errors name the objects: "team", "destroyed", "created".
+  struct Names {
+    const char *noun;
+    const char *ended;
+    const char *begun;
+  };
+
+  Registry(uintptr_t first_id, Names names) : next_id_(first_id), names_(names) {}
 
   Handle add(std::shared_ptr<Value> value) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -29,30 +34,46 @@ class Registry {
     return reinterpret_cast<Handle>(id);
   }
 
-  std::shared_ptr<Value> find(Handle handle) {
+  // The live object of `handle`, or COHORT_ERR_INVALID_ARG naming the handle.
+  Status find(Handle handle, std::shared_ptr<Value> *out) {
+    if (handle == nullptr) return null_handle();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = values_.find(reinterpret_cast<uintptr_t>(handle));
-    return it == values_.end() ? nullptr : it->second;
+    if (it == values_.end()) return not_live(handle, "");
+    *out = it->second;
+    return COHORT_SUCCESS;
   }
 
-  std::shared_ptr<Value> remove(Handle handle) {
+  // Drops the registry's reference (the last one releases the object), or the same error.
+  Status remove(Handle handle) {
+    if (handle == nullptr) return null_handle();
+    std::shared_ptr<Value> removed;  // declared before the lock: released after it
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = values_.find(reinterpret_cast<uintptr_t>(handle));
-    if (it == values_.end()) return nullptr;
-    std::shared_ptr<Value> value = std::move(it->second);
+    if (it == values_.end()) return not_live(handle, " twice");
+    removed = std::move(it->second);
     values_.erase(it);
-    return value;
+    return COHORT_SUCCESS;
   }
 
  private:
+  Status null_handle() const { return failf(COHORT_ERR_INVALID_ARG, "%s is NULL", names_.noun); }
+  Status not_live(Handle handle, const char *again) const {
+    return failf(COHORT_ERR_INVALID_ARG, "%s handle %p is not a live %s (%s%s, or never %s)",
+                 names_.noun, static_cast<void *>(handle), names_.noun, names_.ended, again,
+                 names_.begun);
+  }
+
   std::mutex mutex_;
   uintptr_t next_id_;
+  const Names names_;
   std::unordered_map<uintptr_t, std::shared_ptr<Value>> values_;
 };
 
 Registry<cohort_team_t, TeamImpl> &registry() {
   // Outlives static destructors that may still call us.
-  static auto *r = new Registry<cohort_team_t, TeamImpl>(0xc0400010);
+  static auto *r =
+      new Registry<cohort_team_t, TeamImpl>(0xc0400010, {"team", "destroyed", "created"});
   return *r;
 }
 
@@ -63,19 +84,13 @@ struct PostedRequest {
 };
 
 Registry<cohort_request_t, PostedRequest> &requests() {
-  static auto *r = new Registry<cohort_request_t, PostedRequest>(0xc0500010);
+  static auto *r =
+      new Registry<cohort_request_t, PostedRequest>(0xc0500010, {"request", "freed", "posted"});
   return *r;
 }
 
 Status lookup(cohort_team_t handle, std::shared_ptr<TeamImpl> *team) {
-  if (handle == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team is NULL");
-  *team = registry().find(handle);
-  if (!*team) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "team handle %p is not a live team (destroyed, or never created)",
-                 static_cast<void *>(handle));
-  }
-  return COHORT_SUCCESS;
+  return registry().find(handle, team);
 }
 
 // Looks the handle up and checks the team finished creation.
@@ -102,59 +117,45 @@ Status check_mpi_comm(MPI_Comm comm) {
   return COHORT_SUCCESS;
 }
 
-template <typename T>
-Status query(cohort_team_t handle, T *out, const char *what, T (*get)(const TeamImpl &)) {
-  if (out == nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s (output) is NULL", what);
-  std::shared_ptr<TeamImpl> team;
-  Status s = ready_team(handle, &team);
-  if (is_error(s)) return s;
-  *out = get(*team);
-  return COHORT_SUCCESS;
+// A C API call that reads a ready team: its outputs checked first (`outputs_given`, else the
+// error `missing`), exceptions kept inside; `read` fills them from the team's info.
+template <typename Read>
+Status read_team(const char *call, cohort_team_t handle, bool outputs_given, const char *missing,
+                 Read &&read) {
+  return guarded(call, [&]() -> Status {
+    if (!outputs_given) return fail(COHORT_ERR_INVALID_ARG, missing);
+    std::shared_ptr<TeamImpl> team;
+    Status s = ready_team(handle, &team);
+    return is_error(s) ? s : read(team->info());
+  });
 }
 
-Status post_mpi_checked(MPI_Comm comm, const cohort_team_config_t *config, cohort_team_t *out,
-                        std::shared_ptr<TeamImpl> *team) {
-  if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
+// Posts the creation of a team over an MPI communicator or the caller's OOB, checked first.
+Status post(MPI_Comm comm, const cohort_team_config_t *config, std::shared_ptr<TeamImpl> *team) {
   Status s = check_mpi_comm(comm);
-  if (is_error(s)) return s;
-  return TeamImpl::post_mpi(comm, false, config, team);
+  return is_error(s) ? s : TeamImpl::post_mpi(comm, false, config, team);
 }
 
-Status post_oob_checked(const cohort_oob_t *oob, const cohort_team_config_t *config,
-                        cohort_team_t *out, std::shared_ptr<TeamImpl> *team) {
-  if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
+Status post(const cohort_oob_t *oob, const cohort_team_config_t *config,
+            std::shared_ptr<TeamImpl> *team) {
   Status s = validate_user_oob(oob);
-  if (is_error(s)) return s;
-  return TeamImpl::post_oob(oob, config, team);
+  return is_error(s) ? s : TeamImpl::post_oob(oob, config, team);
 }
 
-// Blocking creation: the handle is returned only for a team every rank agreed is ready.
-Status finish_blocking(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_team_t *out) {
-  if (is_error(posted)) return posted;
-  Status s = team->wait();
-  if (is_error(s)) return s;
-  *out = registry().add(team);
-  return COHORT_SUCCESS;
-}
-
-Status finish_post(Status posted, const std::shared_ptr<TeamImpl> &team, cohort_team_t *out) {
-  if (is_error(posted)) return posted;
-  *out = registry().add(team);
-  return COHORT_SUCCESS;
-}
-
-// Exceptions never cross the C API: an allocation failure becomes COHORT_ERR_NO_MEMORY.
-template <typename Body>
-Status guarded(const char *call, Body &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", call);
-  } catch (const std::exception &e) {
-    return failf(COHORT_ERR_INTERNAL, "%s: %s", call, e.what());
-  } catch (...) {
-    return failf(COHORT_ERR_INTERNAL, "%s: unknown exception", call);
-  }
+// Team creation through the C API; a blocking one returns the handle only for a team every
+// rank agreed is ready.
+template <typename Source>
+Status create(const char *call, Source source, const cohort_team_config_t *config, bool blocking,
+              cohort_team_t *out) {
+  return guarded(call, [&]() -> Status {
+    if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
+    std::shared_ptr<TeamImpl> team;
+    Status s = post(source, config, &team);
+    if (!is_error(s) && blocking) s = team->wait();
+    if (is_error(s)) return s;
+    *out = registry().add(team);
+    return COHORT_SUCCESS;
+  });
 }
 
 // A collective through the C API: the team's handle resolved, exceptions kept inside.
@@ -182,23 +183,12 @@ Status post_collective(const char *call, cohort_team_t handle, const CollCall &a
   });
 }
 
-Status find_request(cohort_request_t handle, std::shared_ptr<PostedRequest> *out) {
-  if (handle == nullptr) return fail(COHORT_ERR_INVALID_ARG, "request is NULL");
-  *out = requests().find(handle);
-  if (!*out) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "request handle %p is not a live request (freed, or never posted)",
-                 static_cast<void *>(handle));
-  }
-  return COHORT_SUCCESS;
-}
-
 // Test or wait on a request handle, on its team.
 Status on_request(const char *call, cohort_request_t handle,
                   Status (CollFront::*run)(const std::shared_ptr<CollRequest> &)) {
   return guarded(call, [&]() -> Status {
     std::shared_ptr<PostedRequest> posted;
-    Status s = find_request(handle, &posted);
+    Status s = requests().find(handle, &posted);
     if (is_error(s)) return s;
     return (posted->team->colls().*run)(posted->request);
   });
@@ -277,11 +267,9 @@ Status p2p(const char *call, cohort_team_t handle, P2POp op) {
   });
 }
 
-// The team, once ready, and a channel of its plan.
-Status plan_channel(cohort_team_t handle, int channel, std::shared_ptr<TeamImpl> *team) {
-  Status s = ready_team(handle, team);
-  if (is_error(s)) return s;
-  int channels = (*team)->info().plan.channels;
+// Whether the team's plan has `channel`.
+Status check_channel(const TeamInfo &info, int channel) {
+  int channels = info.plan.channels;
   if (channel < 0 || channel >= channels) {
     return failf(COHORT_ERR_INVALID_ARG, "channel=%d: the plan has channels 0..%d", channel,
                  channels - 1);
@@ -299,39 +287,23 @@ extern "C" {
 
 cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  return cohort::guarded("cohort_team_create_mpi", [&]() -> cohort_status_t {
-    std::shared_ptr<TeamImpl> created;
-    Status posted = cohort::post_mpi_checked(comm, config, team, &created);
-    return cohort::finish_blocking(posted, created, team);
-  });
+  return cohort::create("cohort_team_create_mpi", comm, config, /*blocking=*/true, team);
 }
 
 cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  return cohort::guarded("cohort_team_create_mpi_post", [&]() -> cohort_status_t {
-    std::shared_ptr<TeamImpl> created;
-    Status posted = cohort::post_mpi_checked(comm, config, team, &created);
-    return cohort::finish_post(posted, created, team);
-  });
+  return cohort::create("cohort_team_create_mpi_post", comm, config, /*blocking=*/false, team);
 }
 
 cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                                        cohort_team_t *team) {
-  return cohort::guarded("cohort_team_create_oob", [&]() -> cohort_status_t {
-    std::shared_ptr<TeamImpl> created;
-    Status posted = cohort::post_oob_checked(oob, config, team, &created);
-    return cohort::finish_blocking(posted, created, team);
-  });
+  return cohort::create("cohort_team_create_oob", oob, config, /*blocking=*/true, team);
 }
 
 cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
                                             const cohort_team_config_t *config,
                                             cohort_team_t *team) {
-  return cohort::guarded("cohort_team_create_oob_post", [&]() -> cohort_status_t {
-    std::shared_ptr<TeamImpl> created;
-    Status posted = cohort::post_oob_checked(oob, config, team, &created);
-    return cohort::finish_post(posted, created, team);
-  });
+  return cohort::create("cohort_team_create_oob_post", oob, config, /*blocking=*/false, team);
 }
 
 cohort_status_t cohort_team_create_test(cohort_team_t handle) {
@@ -359,14 +331,7 @@ cohort_status_t cohort_team_split(cohort_team_t parent, int color, int key,
 
 cohort_status_t cohort_team_destroy(cohort_team_t handle) {
   return cohort::guarded("cohort_team_destroy", [&]() -> cohort_status_t {
-    if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "team is NULL");
-    std::shared_ptr<TeamImpl> team = cohort::registry().remove(handle);
-    if (!team) {
-      return cohort::failf(COHORT_ERR_INVALID_ARG,
-                           "team handle %p is not a live team (destroyed twice, or never created)",
-                           static_cast<void *>(handle));
-    }
-    return COHORT_SUCCESS;  // the last reference releases the team
+    return cohort::registry().remove(handle);  // the last reference releases the team
   });
 }
 
@@ -393,208 +358,133 @@ cohort_status_t cohort_team_get_async_error(cohort_team_t handle, cohort_status_
   });
 }
 
-cohort_status_t cohort_team_size(cohort_team_t team, int *size) {
-  return cohort::guarded("cohort_team_size", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, size, "size", [](const TeamImpl &t) { return t.info().size; });
-  });
-}
+// A query of a ready team: `value` reads the team's TeamInfo `t`.
+#define COHORT_TEAM_QUERY(function, type, out, value)                                   \
+  cohort_status_t function(cohort_team_t team, type *out) {                             \
+    return cohort::read_team(#function, team, out != nullptr, #out " (output) is NULL", \
+                             [&](const cohort::TeamInfo &t) {                           \
+                               *out = value;                                            \
+                               return COHORT_SUCCESS;                                   \
+                             });                                                        \
+  }
 
-cohort_status_t cohort_team_rank(cohort_team_t team, int *rank) {
-  return cohort::guarded("cohort_team_rank", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, rank, "rank", [](const TeamImpl &t) { return t.info().rank; });
-  });
-}
-
-cohort_status_t cohort_team_cuda_device(cohort_team_t team, int *device) {
-  return cohort::guarded("cohort_team_cuda_device", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, device, "device",
-                              [](const TeamImpl &t) { return t.cuda_device(); });
-  });
-}
-
-cohort_status_t cohort_team_node_count(cohort_team_t team, int *node_count) {
-  return cohort::guarded("cohort_team_node_count", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, node_count, "node_count",
-                              [](const TeamImpl &t) { return t.info().layout.node_count; });
-  });
-}
-
-cohort_status_t cohort_team_node_index(cohort_team_t team, int *node_index) {
-  return cohort::guarded("cohort_team_node_index", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, node_index, "node_index", [](const TeamImpl &t) {
-      return t.info().layout.node_of_rank[t.info().rank];
-    });
-  });
-}
-
-cohort_status_t cohort_team_local_rank(cohort_team_t team, int *local_rank) {
-  return cohort::guarded("cohort_team_local_rank", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, local_rank, "local_rank", [](const TeamImpl &t) {
-      return t.info().layout.local_rank[t.info().rank];
-    });
-  });
-}
-
-cohort_status_t cohort_team_local_size(cohort_team_t team, int *local_size) {
-  return cohort::guarded("cohort_team_local_size", [&]() -> cohort_status_t {
-    return cohort::query<int>(team, local_size, "local_size", [](const TeamImpl &t) {
-      return t.info().layout.local_size[t.info().rank];
-    });
-  });
-}
-
-cohort_status_t cohort_team_host_id(cohort_team_t team, uint64_t *host_id) {
-  return cohort::guarded("cohort_team_host_id", [&]() -> cohort_status_t {
-    return cohort::query<uint64_t>(team, host_id, "host_id", [](const TeamImpl &t) {
-      return t.info().peers[t.info().rank].host_id;
-    });
-  });
-}
+COHORT_TEAM_QUERY(cohort_team_size, int, size, t.size)
+COHORT_TEAM_QUERY(cohort_team_rank, int, rank, t.rank)
+COHORT_TEAM_QUERY(cohort_team_cuda_device, int, device, t.peers[t.rank].cuda_device)
+COHORT_TEAM_QUERY(cohort_team_node_count, int, node_count, t.layout.node_count)
+COHORT_TEAM_QUERY(cohort_team_node_index, int, node_index, t.layout.node_of_rank[t.rank])
+COHORT_TEAM_QUERY(cohort_team_local_rank, int, local_rank, t.layout.local_rank[t.rank])
+COHORT_TEAM_QUERY(cohort_team_local_size, int, local_size, t.layout.local_size[t.rank])
+COHORT_TEAM_QUERY(cohort_team_host_id, uint64_t, host_id, t.peers[t.rank].host_id)
 
 cohort_status_t cohort_team_peer_info(cohort_team_t handle, int rank, cohort_peer_info_t *info) {
-  return cohort::guarded("cohort_team_peer_info", [&]() -> cohort_status_t {
-    if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::ready_team(handle, &team);
-    if (cohort::is_error(s)) return s;
-    const cohort::TeamInfo &t = team->info();
-    if (rank < 0 || rank >= t.size) {
-      return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)", rank,
-                           t.size);
-    }
-    *info = cohort::to_public_peer_info(t.peers[rank], rank, t.layout.node_of_rank[rank],
-                                        t.layout.local_rank[rank]);
-    return COHORT_SUCCESS;
-  });
+  return cohort::read_team(
+      "cohort_team_peer_info", handle, info != nullptr, "info (output) is NULL",
+      [&](const cohort::TeamInfo &t) {
+        if (rank < 0 || rank >= t.size) {
+          return cohort::failf(COHORT_ERR_INVALID_ARG, "rank=%d is outside the team (size %d)",
+                               rank, t.size);
+        }
+        *info = cohort::to_public_peer_info(t.peers[rank], rank, t.layout.node_of_rank[rank],
+                                            t.layout.local_rank[rank]);
+        return COHORT_SUCCESS;
+      });
 }
 
 cohort_status_t cohort_team_plan_info(cohort_team_t handle, cohort_plan_info_t *info) {
-  return cohort::guarded("cohort_team_plan_info", [&]() -> cohort_status_t {
-    if (info == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "info (output) is NULL");
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::ready_team(handle, &team);
-    if (cohort::is_error(s)) return s;
-    const cohort::topo::Plan &plan = team->info().plan;
-    info->channels = plan.channels;
-    info->bw_per_channel = plan.bw;
-    info->intra_path = cohort::topo::path_type_name(plan.intra_type);
-    info->net_path = cohort::topo::path_type_name(plan.net_type);
-    info->nodes = plan.nodes;
-    info->hash = plan.hash;
-    return COHORT_SUCCESS;
-  });
+  return cohort::read_team("cohort_team_plan_info", handle, info != nullptr,
+                           "info (output) is NULL", [&](const cohort::TeamInfo &t) {
+                             const cohort::topo::Plan &plan = t.plan;
+                             info->channels = plan.channels;
+                             info->bw_per_channel = plan.bw;
+                             info->intra_path = cohort::topo::path_type_name(plan.intra_type);
+                             info->net_path = cohort::topo::path_type_name(plan.net_type);
+                             info->nodes = plan.nodes;
+                             info->hash = plan.hash;
+                             return COHORT_SUCCESS;
+                           });
 }
 
 cohort_status_t cohort_team_plan_ring(cohort_team_t handle, int channel, int *prev, int *next) {
-  return cohort::guarded("cohort_team_plan_ring", [&]() -> cohort_status_t {
-    if (prev == nullptr || next == nullptr) {
-      return cohort::fail(COHORT_ERR_INVALID_ARG, "prev or next (output) is NULL");
-    }
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::plan_channel(handle, channel, &team);
-    if (cohort::is_error(s)) return s;
-    *prev = team->info().plan.ring_prev(channel, team->info().rank);
-    *next = team->info().plan.ring_next(channel, team->info().rank);
-    return COHORT_SUCCESS;
-  });
+  return cohort::read_team("cohort_team_plan_ring", handle, prev != nullptr && next != nullptr,
+                           "prev or next (output) is NULL", [&](const cohort::TeamInfo &t) {
+                             Status s = cohort::check_channel(t, channel);
+                             if (cohort::is_error(s)) return s;
+                             *prev = t.plan.ring_prev(channel, t.rank);
+                             *next = t.plan.ring_next(channel, t.rank);
+                             return COHORT_SUCCESS;
+                           });
 }
 
 cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up, int down[3]) {
-  return cohort::guarded("cohort_team_plan_tree", [&]() -> cohort_status_t {
-    if (up == nullptr || down == nullptr) {
-      return cohort::fail(COHORT_ERR_INVALID_ARG, "up or down (output) is NULL");
-    }
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::plan_channel(handle, channel, &team);
-    if (cohort::is_error(s)) return s;
-    const cohort::topo::TreeLinks &links = team->info().plan.trees[channel][team->info().rank];
-    *up = links.up;
-    for (int k = 0; k < 3; ++k) down[k] = links.down[k];
-    return COHORT_SUCCESS;
-  });
+  return cohort::read_team("cohort_team_plan_tree", handle, up != nullptr && down != nullptr,
+                           "up or down (output) is NULL", [&](const cohort::TeamInfo &t) {
+                             Status s = cohort::check_channel(t, channel);
+                             if (cohort::is_error(s)) return s;
+                             const cohort::topo::TreeLinks &links = t.plan.trees[channel][t.rank];
+                             *up = links.up;
+                             for (int k = 0; k < 3; ++k) down[k] = links.down[k];
+                             return COHORT_SUCCESS;
+                           });
 }
+
+// The C API's collectives: `handle` is the team, `request` (posted ones) the output.
+#define COHORT_CALL(collective, src, dst, count, dtype, op, root) \
+  cohort::CollCall { cohort::coll::Collective::collective, src, dst, count, dtype, op, root }
+#define COHORT_RUN(call, ...) cohort::run_collective(call, handle, COHORT_CALL(__VA_ARGS__))
+#define COHORT_POSTED(call, ...) \
+  cohort::post_collective(call, handle, COHORT_CALL(__VA_ARGS__), request)
 
 cohort_status_t cohort_allreduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, cohort_op_t op) {
-  return cohort::run_collective("cohort_allreduce", handle,
-                                cohort::CollCall{cohort::coll::Collective::kAllreduce, sendbuf,
-                                                 recvbuf, count, dtype, op, 0});
+  return COHORT_RUN("cohort_allreduce", kAllreduce, sendbuf, recvbuf, count, dtype, op, 0);
 }
 
 cohort_status_t cohort_reduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                               size_t count, cohort_dtype_t dtype, cohort_op_t op, int root) {
-  return cohort::run_collective("cohort_reduce", handle,
-                                cohort::CollCall{cohort::coll::Collective::kReduce, sendbuf,
-                                                 recvbuf, count, dtype, op, root});
+  return COHORT_RUN("cohort_reduce", kReduce, sendbuf, recvbuf, count, dtype, op, root);
 }
 
 cohort_status_t cohort_broadcast(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, int root) {
-  return cohort::run_collective("cohort_broadcast", handle,
-                                cohort::CollCall{cohort::coll::Collective::kBroadcast, sendbuf,
-                                                 recvbuf, count, dtype, COHORT_SUM, root});
+  return COHORT_RUN("cohort_broadcast", kBroadcast, sendbuf, recvbuf, count, dtype, COHORT_SUM,
+                    root);
 }
 
 cohort_status_t cohort_allgather(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t sendcount, cohort_dtype_t dtype) {
-  return cohort::run_collective("cohort_allgather", handle,
-                                cohort::CollCall{cohort::coll::Collective::kAllgather, sendbuf,
-                                                 recvbuf, sendcount, dtype, COHORT_SUM, 0});
+  return COHORT_RUN("cohort_allgather", kAllgather, sendbuf, recvbuf, sendcount, dtype, COHORT_SUM,
+                    0);
 }
 
 cohort_status_t cohort_reduce_scatter(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                       size_t recvcount, cohort_dtype_t dtype, cohort_op_t op) {
-  return cohort::run_collective("cohort_reduce_scatter", handle,
-                                cohort::CollCall{cohort::coll::Collective::kReduceScatter, sendbuf,
-                                                 recvbuf, recvcount, dtype, op, 0});
+  return COHORT_RUN("cohort_reduce_scatter", kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op,
+                    0);
 }
 
 cohort_status_t cohort_alltoall(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                 size_t count, cohort_dtype_t dtype) {
-  return cohort::run_collective("cohort_alltoall", handle,
-                                cohort::CollCall{cohort::coll::Collective::kAlltoall, sendbuf,
-                                                 recvbuf, count, dtype, COHORT_SUM, 0});
+  return COHORT_RUN("cohort_alltoall", kAlltoall, sendbuf, recvbuf, count, dtype, COHORT_SUM, 0);
 }
 
 cohort_status_t cohort_barrier(cohort_team_t handle) {
-  return cohort::run_collective("cohort_barrier", handle,
-                                cohort::CollCall{cohort::coll::Collective::kBarrier, nullptr,
-                                                 nullptr, 0, COHORT_INT8, COHORT_SUM, 0});
+  return COHORT_RUN("cohort_barrier", kBarrier, nullptr, nullptr, 0, COHORT_INT8, COHORT_SUM, 0);
 }
 
-cohort_status_t cohort_team_init_report(cohort_team_t handle, cohort_init_report_t *report) {
-  return cohort::guarded("cohort_team_init_report", [&]() -> cohort_status_t {
-    if (report == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "report (output) is NULL");
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::ready_team(handle, &team);
-    if (cohort::is_error(s)) return s;
-    *report = team->info().report;
-    return COHORT_SUCCESS;
-  });
-}
+COHORT_TEAM_QUERY(cohort_team_init_report, cohort_init_report_t, report, t.report)
 
 cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, size_t len) {
-  return cohort::guarded("cohort_team_init_report_format", [&]() -> cohort_status_t {
-    if (buf == nullptr || len == 0) {
-      return cohort::fail(COHORT_ERR_INVALID_ARG, "buf is NULL or len is 0");
-    }
-    std::shared_ptr<TeamImpl> team;
-    Status s = cohort::ready_team(handle, &team);
-    if (cohort::is_error(s)) return s;
-    std::string text = cohort::format_init_report(team->info().report, team->info().size);
-    std::strncpy(buf, text.c_str(), len - 1);
-    buf[len - 1] = '\0';
-    return COHORT_SUCCESS;
-  });
+  return cohort::read_team("cohort_team_init_report_format", handle, buf != nullptr && len > 0,
+                           "buf is NULL or len is 0", [&](const cohort::TeamInfo &t) {
+                             std::string text = cohort::format_init_report(t.report, t.size);
+                             std::strncpy(buf, text.c_str(), len - 1);
+                             buf[len - 1] = '\0';
+                             return COHORT_SUCCESS;
+                           });
 }
 
 }  // extern "C"
-
-#define COHORT_POSTED(call, collective, src, dst, count, dtype, op, root)                       \
-  cohort::post_collective(                                                                      \
-      call, handle,                                                                             \
-      cohort::CollCall{cohort::coll::Collective::collective, src, dst, count, dtype, op, root}, \
-      request)
 
 cohort_status_t cohort_allreduce_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                       size_t count, cohort_dtype_t dtype, cohort_op_t op,
@@ -651,14 +541,8 @@ cohort_status_t cohort_request_wait(cohort_request_t handle) {
 
 cohort_status_t cohort_request_free(cohort_request_t handle) {
   return cohort::guarded("cohort_request_free", [&]() -> cohort_status_t {
-    if (handle == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "request is NULL");
-    if (!cohort::requests().remove(handle)) {
-      return cohort::failf(COHORT_ERR_INVALID_ARG,
-                           "request handle %p is not a live request (freed twice, or never "
-                           "posted)",
-                           static_cast<void *>(handle));
-    }
-    return COHORT_SUCCESS;  // an unfinished one still runs as its team progresses
+    // An unfinished request still runs as its team progresses.
+    return cohort::requests().remove(handle);
   });
 }
 

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
-#include <stdexcept>
 
 #include "core/log.h"
 #include "core/params.h"
@@ -46,24 +44,11 @@ int attach_missing_gpu(topo::Topology *topo, const PeerRecord &peer) {
   return index;
 }
 
-// This rank's work in a phase, with an allocation failure or other exception turned into
-// its status, so that it travels in the phase's record like any other error.
-template <typename Work>
-Status local_work(const char *what, Work &&work) {
-  try {
-    return work();
-  } catch (const std::bad_alloc &) {
-    return failf(COHORT_ERR_NO_MEMORY, "%s: out of host memory", what);
-  } catch (const std::exception &e) {
-    return failf(COHORT_ERR_INTERNAL, "%s: %s", what, e.what());
-  }
-}
-
 }  // namespace
 
 Status Creation::prepare_topology(std::vector<char> *) {
   if (!parts_.info.is_host_leader(parts_.info.rank)) return COHORT_SUCCESS;
-  return local_work("topology", [&] { return load_topology(); });
+  return guarded("topology", [&] { return load_topology(); });
 }
 
 // Leader: the host's model with every local rank's GPU in it (a detected model; a loaded
@@ -99,7 +84,7 @@ Status Creation::prepare_graphs(std::vector<char> *part) {
   std::vector<int32_t> words(topo::summary_words(local_max_), 0);
   Status s = COHORT_SUCCESS;
   if (info.is_host_leader(info.rank))
-    s = local_work("graph search", [&] { return host_graph(&words); });
+    s = guarded("graph search", [&] { return host_graph(&words); });
   part->assign(reinterpret_cast<const char *>(words.data()),
                reinterpret_cast<const char *>(words.data() + words.size()));
   return s;
@@ -192,7 +177,7 @@ Status Creation::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
 
 Status Creation::prepare_align(std::vector<char> *part) {
   const TeamInfo &info = parts_.info;
-  Status s = local_work("plan", [&] { return build_plan(); });
+  Status s = guarded("plan", [&] { return build_plan(); });
   uint64_t hash = info.plan.hash;
   const InjectedFailure &inject = parts_.config.inject;
   if (inject.active && inject.skew && inject.rank == info.rank) hash ^= 1;

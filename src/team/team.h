@@ -46,7 +46,6 @@ class TeamImpl {
   // Once ready (check_ready()):
   CollFront &colls() { return parts_.colls; }
   const TeamInfo &info() const { return parts_.info; }
-  int cuda_device() const { return parts_.info.peers[parts_.info.rank].cuda_device; }
 
  private:
   enum class Stage { kCreating, kReady, kFailed, kAborted };

@@ -95,80 +95,66 @@ Status Mailbox::validate(const void *memory, size_t capacity) {
   return COHORT_SUCCESS;
 }
 
-MailboxWriter::MailboxWriter(void *memory)
+MailboxEnd::MailboxEnd(void *memory, bool writer)
     : header_(static_cast<MailboxHeader *>(memory)),
       data_(static_cast<char *>(memory) + sizeof(MailboxHeader)),
+      writer_(writer),
       mask_(header_->capacity - 1),
-      tail_(header_->tail.load(std::memory_order_relaxed)),
-      head_seen_(header_->head.load(std::memory_order_acquire)) {
+      own_(own().load(std::memory_order_relaxed)),
+      other_seen_(other().load(std::memory_order_acquire)) {
   assert(header_->magic == kMailboxMagic && "mailbox not initialised or overwritten");
   assert(std::has_single_bit(mask_ + 1) && "mailbox capacity overwritten");
 }
 
-void *MailboxWriter::reserve(size_t *bytes) {
+std::atomic<uint64_t> &MailboxEnd::own() const { return writer_ ? header_->tail : header_->head; }
+std::atomic<uint64_t> &MailboxEnd::other() const { return writer_ ? header_->head : header_->tail; }
+std::atomic<uint64_t> &MailboxEnd::acks() const { return header_->acks; }
+
+uint64_t MailboxEnd::fill() const { return writer_ ? own_ - other_seen_ : other_seen_ - own_; }
+uint64_t MailboxEnd::ready() const { return writer_ ? mask_ + 1 - fill() : fill(); }
+
+char *MailboxEnd::lend(size_t *bytes) {
   uint64_t capacity = mask_ + 1;
-  uint64_t offset = tail_ & mask_;
+  uint64_t offset = own_ & mask_;
   uint64_t to_wrap = capacity - offset;
-  // Reload the reader's counter only when the last value seen cannot free the whole run to the
-  // wrap point: a ring far from full then costs no cache-line transfer per reserve.
-  if (capacity - (tail_ - head_seen_) < to_wrap) {
-    head_seen_ = header_->head.load(std::memory_order_acquire);
-    assert(tail_ - head_seen_ <= capacity && "mailbox head counter overwritten");
+  // Reload the other end's counter only when the value last seen cannot lend the whole run to
+  // the wrap point: a ring far from full (writer) or from empty (reader) then costs no
+  // cache-line transfer per call.
+  if (ready() < to_wrap) {
+    other_seen_ = other().load(std::memory_order_acquire);
+    assert(fill() <= capacity && "mailbox counter of the other end overwritten");
   }
-  reserved_ = std::min(capacity - (tail_ - head_seen_), to_wrap);
-  *bytes = reserved_;
+  lent_ = std::min(ready(), to_wrap);
+  *bytes = lent_;
   return data_ + offset;
+}
+
+void MailboxEnd::advance(size_t bytes) {
+  if (bytes == 0) return;
+  lent_ -= bytes;
+  own_ += bytes;
+  own().store(own_, std::memory_order_release);
 }
 
 void MailboxWriter::commit(size_t bytes) {
-  assert(bytes <= reserved_ && "commit() of more than reserve() lent");
+  assert(bytes <= end_.lent() && "commit() of more than reserve() lent");
   assert(bytes % coll::kChannelAlign == 0 && "commit() of a partial element");
-  if (bytes == 0) return;
-  reserved_ -= bytes;
-  tail_ += bytes;
   // Release: the bytes written into the ring are visible to whoever sees the new tail.
-  header_->tail.store(tail_, std::memory_order_release);
-}
-
-MailboxReader::MailboxReader(void *memory)
-    : header_(static_cast<MailboxHeader *>(memory)),
-      data_(static_cast<const char *>(memory) + sizeof(MailboxHeader)),
-      mask_(header_->capacity - 1),
-      head_(header_->head.load(std::memory_order_relaxed)),
-      tail_seen_(header_->tail.load(std::memory_order_acquire)) {
-  assert(header_->magic == kMailboxMagic && "mailbox not initialised or overwritten");
-  assert(std::has_single_bit(mask_ + 1) && "mailbox capacity overwritten");
-}
-
-const void *MailboxReader::peek(size_t *bytes) {
-  uint64_t capacity = mask_ + 1;
-  uint64_t offset = head_ & mask_;
-  uint64_t to_wrap = capacity - offset;
-  // As in reserve(): reload only when the bytes already seen do not reach the wrap point.
-  if (tail_seen_ - head_ < to_wrap) {
-    tail_seen_ = header_->tail.load(std::memory_order_acquire);
-    assert(tail_seen_ - head_ <= capacity && "mailbox tail counter overwritten");
-  }
-  peeked_ = std::min(tail_seen_ - head_, to_wrap);
-  *bytes = peeked_;
-  return data_ + offset;
+  end_.advance(bytes);
 }
 
 void MailboxReader::consume(size_t bytes) {
-  assert(bytes <= peeked_ && "consume() of more than peek() lent");
+  assert(bytes <= end_.lent() && "consume() of more than peek() lent");
   assert(bytes % coll::kChannelAlign == 0 && "consume() of a partial element");
-  if (bytes == 0) return;
-  peeked_ -= bytes;
-  head_ += bytes;
   // Release: our reads of these bytes finish before the writer may overwrite them.
-  header_->head.store(head_, std::memory_order_release);
+  end_.advance(bytes);
 }
 
 }  // namespace cohort::tl_host
 
 namespace cohort::tl_host {
 
-uint64_t MailboxWriter::acks() const { return header_->acks.load(std::memory_order_acquire); }
+uint64_t MailboxWriter::acks() const { return end_.acks().load(std::memory_order_acquire); }
 
 Status MailboxReader::read_remote(const void *remote, void *local, size_t bytes) {
   return read_process_memory(writer_pid_, remote, local, bytes);
@@ -176,7 +162,8 @@ Status MailboxReader::read_remote(const void *remote, void *local, size_t bytes)
 
 void MailboxReader::ack() {
   // Release: every read of the referenced bytes happened before the writer may reuse them.
-  header_->acks.store(header_->acks.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  std::atomic<uint64_t> &acks = end_.acks();
+  acks.store(acks.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 Status read_process_memory(int pid, const void *remote, void *local, size_t bytes) {

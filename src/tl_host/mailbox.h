@@ -51,12 +51,40 @@ class Mailbox {
 // The shared header (mailbox.cc): the ends below point into it.
 struct MailboxHeader;
 
+// What the two ends share.  Each owns one counter of the header (the writer the tail, the
+// reader the head), loads the other's, and lends the ring's bytes up to the wrap point.
+class MailboxEnd {
+ public:
+  MailboxEnd(void *memory, bool writer);
+  // The ready bytes from our counter up to the wrap point (free space to the writer, unread
+  // bytes to the reader): where they start, and their count in *bytes.
+  char *lend(size_t *bytes);
+  size_t lent() const { return lent_; }
+  // Moves our counter past `bytes` of the last lend and publishes it (a release store).
+  void advance(size_t bytes);
+  std::atomic<uint64_t> &acks() const;  // references read (single copy)
+
+ private:
+  std::atomic<uint64_t> &own() const;
+  std::atomic<uint64_t> &other() const;
+  uint64_t fill() const;   // tail - head, as far as this end knows
+  uint64_t ready() const;  // what lend() may give
+
+  MailboxHeader *header_;
+  char *data_;
+  bool writer_;
+  uint64_t mask_;
+  uint64_t own_;         // our own counter: only we write it
+  uint64_t other_seen_;  // the other end's counter when last loaded
+  size_t lent_ = 0;      // by the last lend(), for the commit() / consume() check
+};
+
 // The producing end.  One per mailbox, in one thread at a time.  `memory` holds a mailbox that
 // init() laid out (a process that attached runs validate() first; the constructors only assert).
 class MailboxWriter final : public coll::SendChannel {
  public:
-  explicit MailboxWriter(void *memory);
-  void *reserve(size_t *bytes) override;
+  explicit MailboxWriter(void *memory) : end_(memory, /*writer=*/true) {}
+  void *reserve(size_t *bytes) override { return end_.lend(bytes); }
   void commit(size_t bytes) override;
   size_t reference_min() const override { return reference_min_; }
   uint64_t acks() const override;
@@ -64,12 +92,7 @@ class MailboxWriter final : public coll::SendChannel {
   void enable_references(size_t min_bytes) { reference_min_ = min_bytes; }
 
  private:
-  MailboxHeader *header_;
-  char *data_;
-  uint64_t mask_;
-  uint64_t tail_;        // our own counter: only we write it
-  uint64_t head_seen_;   // the reader's counter when last loaded
-  size_t reserved_ = 0;  // lent by the last reserve(), for the commit() check
+  MailboxEnd end_;
   size_t reference_min_ = 0;
   uint64_t references_ = 0;  // references sent: the reader acknowledges each, in order
 };
@@ -77,8 +100,8 @@ class MailboxWriter final : public coll::SendChannel {
 // The consuming end.  One per mailbox, in one thread at a time; `memory` as for the writer.
 class MailboxReader final : public coll::RecvChannel {
  public:
-  explicit MailboxReader(void *memory);
-  const void *peek(size_t *bytes) override;
+  explicit MailboxReader(void *memory) : end_(memory, /*writer=*/false) {}
+  const void *peek(size_t *bytes) override { return end_.lend(bytes); }
   void consume(size_t bytes) override;
   size_t reference_min() const override { return reference_min_; }
   Status read_remote(const void *remote, void *local, size_t bytes) override;
@@ -90,12 +113,7 @@ class MailboxReader final : public coll::RecvChannel {
   }
 
  private:
-  MailboxHeader *header_;
-  const char *data_;
-  uint64_t mask_;
-  uint64_t head_;       // our own counter: only we write it
-  uint64_t tail_seen_;  // the writer's counter when last loaded
-  size_t peeked_ = 0;   // lent by the last peek(), for the consume() check
+  MailboxEnd end_;
   size_t reference_min_ = 0;
   int writer_pid_ = 0;
 };

@@ -1,34 +1,27 @@
 // Ring allgather: each step passes on the block received in the step before; n-1 steps.  The
-// rank's own block goes out from the input (or, in place, from its slot of the output).
+// rank's own block goes out from the input (or, in place, from its block of the output).
 #include "coll/steps.h"
 
 namespace cohort::coll {
 namespace {
 
-class AllgatherRing : public Algorithm {
+class AllgatherRing : public RingAlgorithm {
  public:
-  explicit AllgatherRing(const CollArgs &args) : Algorithm(args), ring_(args) {}
+  using RingAlgorithm::RingAlgorithm;
 
   int num_steps() const override { return ring_.n == 1 ? 1 : ring_.n - 1; }
 
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
     const int n = ring_.n, i = ring_.position;
-    const Span own_in = span(args_.in_place ? Buffer::kDst : Buffer::kSrc,
-                             args_.in_place ? slot(args_.rank).offset : 0, args_.count);
+    const Span own_in =
+        args_.in_place ? block(Buffer::kDst, args_.rank) : span(Buffer::kSrc, 0, args_.count);
     if (n > 1) {
-      send(out, ring_.next(), s == 0 ? own_in : slot(ring_.at(i - s)));
-      recv(out, ring_.prev(), slot(ring_.at(i - s - 1)));
+      send(out, ring_.next(), s == 0 ? own_in : block(Buffer::kDst, ring_.at(i - s)));
+      recv(out, ring_.prev(), block(Buffer::kDst, ring_.at(i - s - 1)));
     }
-    if (s == 0 && !args_.in_place) copy(out, slot(args_.rank), own_in);
+    if (s == 0 && !args_.in_place) copy(out, block(Buffer::kDst, args_.rank), own_in);
   }
-
- private:
-  Span slot(int rank) const {
-    return span(Buffer::kDst, static_cast<size_t>(rank) * args_.count, args_.count);
-  }
-
-  RingView ring_;
 };
 
 }  // namespace

@@ -15,6 +15,8 @@ class AllreduceDirect : public Algorithm {
 
   int num_steps() const override { return 1; }
 
+  size_t scratch_count() const override { return args_.size > 1 ? args_.size * args_.count : 0; }
+
   void step(int, std::vector<Action> *out) const override {
     out->clear();
     const int n = args_.size, r = args_.rank;
@@ -27,20 +29,13 @@ class AllreduceDirect : public Algorithm {
     }
     for (int k = 1; k < n; ++k) {  // rank r + k first: every rank starts with a different peer
       send(out, (r + k) % n, input);
-      recv(out, (r - k + n) % n, slot((r - k + n) % n));
+      recv(out, (r - k + n) % n, block(Buffer::kScratch, (r - k + n) % n));
     }
     // Local actions run after the transfers, in order: in place, the output is the input.
-    copy(out, slot(r), input);
-    copy(out, dst, slot(0));
-    for (int j = 1; j < n; ++j) reduce(out, dst, slot(j));
+    copy(out, block(Buffer::kScratch, r), input);
+    copy(out, dst, block(Buffer::kScratch, 0));
+    for (int j = 1; j < n; ++j) reduce(out, dst, block(Buffer::kScratch, j));
     if (args_.op == COHORT_AVG) finalize(out, dst);
-  }
-
-  size_t scratch_count() const override { return args_.size > 1 ? args_.size * args_.count : 0; }
-
- private:
-  Span slot(int rank) const {
-    return span(Buffer::kScratch, static_cast<size_t>(rank) * args_.count, args_.count);
   }
 };
 

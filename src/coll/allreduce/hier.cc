@@ -25,6 +25,10 @@ class AllreduceHier : public Algorithm {
 
   int num_steps() const override { return args_.size == 1 ? 1 : 3; }
 
+  size_t scratch_count() const override {
+    return args_.size == 1 ? 0 : (locals_.size() + leaders_.size()) * args_.count;
+  }
+
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
     const Span input = span(Buffer::kSrc, 0, args_.count);
@@ -61,10 +65,6 @@ class AllreduceHier : public Algorithm {
     } else {
       recv(out, leader, dst);
     }
-  }
-
-  size_t scratch_count() const override {
-    return args_.size == 1 ? 0 : (locals_.size() + leaders_.size()) * args_.count;
   }
 
  private:

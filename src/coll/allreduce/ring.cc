@@ -8,9 +8,9 @@
 namespace cohort::coll {
 namespace {
 
-class AllreduceRing : public Algorithm {
+class AllreduceRing : public RingAlgorithm {
  public:
-  explicit AllreduceRing(const CollArgs &args) : Algorithm(args), ring_(args) {}
+  using RingAlgorithm::RingAlgorithm;
 
   int num_steps() const override { return ring_.n == 1 ? 1 : 2 * (ring_.n - 1); }
 
@@ -42,8 +42,6 @@ class AllreduceRing : public Algorithm {
     size_t begin = part_begin(args_.count, n, k);
     return span(buffer, begin, part_begin(args_.count, n, k + 1) - begin);
   }
-
-  RingView ring_;
 };
 
 }  // namespace

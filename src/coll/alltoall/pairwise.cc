@@ -12,6 +12,8 @@ class AlltoallPairwise : public Algorithm {
 
   int num_steps() const override { return args_.size; }
 
+  size_t scratch_count() const override { return args_.in_place ? args_.count * args_.size : 0; }
+
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
     const int n = args_.size, r = args_.rank;
@@ -28,13 +30,8 @@ class AlltoallPairwise : public Algorithm {
     recv(out, (r - s + n) % n, block(Buffer::kDst, (r - s + n) % n));
   }
 
-  size_t scratch_count() const override { return args_.in_place ? args_.count * args_.size : 0; }
-
  private:
   Buffer input() const { return args_.in_place ? Buffer::kScratch : Buffer::kSrc; }
-  Span block(Buffer buffer, int rank) const {
-    return span(buffer, static_cast<size_t>(rank) * args_.count, args_.count);
-  }
 };
 
 }  // namespace

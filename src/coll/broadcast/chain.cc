@@ -6,17 +6,10 @@
 namespace cohort::coll {
 namespace {
 
-class BroadcastChain : public Algorithm {
+class BroadcastChain : public ChainAlgorithm {
  public:
   explicit BroadcastChain(const CollArgs &args)
-      : Algorithm(args),
-        ring_(args),
-        pieces_(static_cast<int>(piece_count(args.count, args.elem_size))),
-        distance_(ring_.distance_from(args.root)) {}
-
-  int num_steps() const override {
-    return ring_.n == 1 || pieces_ == 0 ? 1 : pieces_ + ring_.n - 2;
-  }
+      : ChainAlgorithm(args), distance_(ring_.distance_from(args.root)) {}
 
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
@@ -26,7 +19,7 @@ class BroadcastChain : public Algorithm {
     if (root && s == 0 && !args_.in_place) {
       copy(out, span(Buffer::kDst, 0, args_.count), span(Buffer::kSrc, 0, args_.count));
     }
-    if (n == 1 || pieces_ == 0) return;
+    if (nothing_moves()) return;
     int forward = s - d;  // the piece this rank passes on now
     if (d <= n - 2 && forward >= 0 && forward < pieces_) {
       send(out, ring_.next(), piece(root ? Buffer::kSrc : Buffer::kDst, forward));
@@ -37,13 +30,6 @@ class BroadcastChain : public Algorithm {
   }
 
  private:
-  Span piece(Buffer buffer, int j) const {
-    size_t begin = part_begin(args_.count, pieces_, j);
-    return span(buffer, begin, part_begin(args_.count, pieces_, j + 1) - begin);
-  }
-
-  RingView ring_;
-  int pieces_;
   int distance_;  // positions after the root along the ring
 };
 

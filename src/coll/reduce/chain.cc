@@ -6,24 +6,20 @@
 namespace cohort::coll {
 namespace {
 
-class ReduceChain : public Algorithm {
+class ReduceChain : public ChainAlgorithm {
  public:
   explicit ReduceChain(const CollArgs &args)
-      : Algorithm(args),
-        ring_(args),
-        pieces_(static_cast<int>(piece_count(args.count, args.elem_size))),
+      : ChainAlgorithm(args),
         // Ranks still to come before the root: n - 1 for the one after it, 0 for the root.
         to_root_((ring_.n - ring_.distance_from(args.root)) % ring_.n) {}
 
-  int num_steps() const override {
-    return ring_.n == 1 || pieces_ == 0 ? 1 : pieces_ + ring_.n - 2;
-  }
+  size_t scratch_count() const override { return ring_.n > 2 ? 2 * piece_size() : 0; }
 
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
     const int n = ring_.n, e = to_root_;
     const bool root = e == 0;
-    if (n == 1 || pieces_ == 0) {
+    if (nothing_moves()) {
       if (root && !args_.in_place) copy(out, whole(Buffer::kDst), whole(Buffer::kSrc));
       if (root && args_.op == COHORT_AVG) finalize(out, whole(Buffer::kDst));
       return;
@@ -41,21 +37,13 @@ class ReduceChain : public Algorithm {
     }
   }
 
-  size_t scratch_count() const override { return ring_.n > 2 ? 2 * piece_size() : 0; }
-
  private:
   size_t piece_size() const { return pieces_ == 0 ? 0 : (args_.count + pieces_ - 1) / pieces_; }
   Span whole(Buffer buffer) const { return span(buffer, 0, args_.count); }
-  Span piece(Buffer buffer, int j) const {
-    size_t begin = part_begin(args_.count, pieces_, j);
-    return span(buffer, begin, part_begin(args_.count, pieces_, j + 1) - begin);
-  }
   Span partial(int j) const {
     return span(Buffer::kScratch, (j % 2) * piece_size(), piece(Buffer::kSrc, j).count);
   }
 
-  RingView ring_;
-  int pieces_;
   int to_root_;
 };
 

@@ -7,11 +7,13 @@
 namespace cohort::coll {
 namespace {
 
-class ReduceScatterRing : public Algorithm {
+class ReduceScatterRing : public RingAlgorithm {
  public:
-  explicit ReduceScatterRing(const CollArgs &args) : Algorithm(args), ring_(args) {}
+  using RingAlgorithm::RingAlgorithm;
 
   int num_steps() const override { return ring_.n == 1 ? 1 : ring_.n - 1; }
+
+  size_t scratch_count() const override { return ring_.n > 2 ? 2 * args_.count : 0; }
 
   void step(int s, std::vector<Action> *out) const override {
     out->clear();
@@ -19,27 +21,20 @@ class ReduceScatterRing : public Algorithm {
     const size_t c = args_.count;
     const Span mine = span(Buffer::kDst, 0, c);
     if (n == 1) {
-      if (!args_.in_place) copy(out, mine, block(i + 1));
+      if (!args_.in_place) copy(out, mine, input_block(i + 1));
       if (args_.op == COHORT_AVG) finalize(out, mine);
       return;
     }
-    Span outgoing = s == 0 ? block(i) : span(Buffer::kScratch, ((s - 1) % 2) * c, c);
+    Span outgoing = s == 0 ? input_block(i) : span(Buffer::kScratch, ((s - 1) % 2) * c, c);
     Span incoming = s == n - 2 ? mine : span(Buffer::kScratch, (s % 2) * c, c);
     send(out, ring_.next(), outgoing);
-    recv_reduce(out, ring_.prev(), incoming, block(i - s - 1));
+    recv_reduce(out, ring_.prev(), incoming, input_block(i - s - 1));
     if (s == n - 2 && args_.op == COHORT_AVG) finalize(out, mine);
   }
 
-  size_t scratch_count() const override { return ring_.n > 2 ? 2 * args_.count : 0; }
-
  private:
   // The input block that chunk k of the ring stands for.
-  Span block(int k) const {
-    int owner = ring_.at(k - 1);
-    return span(Buffer::kSrc, static_cast<size_t>(owner) * args_.count, args_.count);
-  }
-
-  RingView ring_;
+  Span input_block(int k) const { return block(Buffer::kSrc, ring_.at(k - 1)); }
 };
 
 }  // namespace
