@@ -13,13 +13,16 @@ namespace {
 
 constexpr double kNoMin = -1e300;
 
+// How the file parameters name a file per host and process (log_expand_path).
+#define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
+
 const std::vector<ParamSpec> kParams = {
     {"DEBUG", ParamType::kEnum, "WARN", "", "NONE,WARN,INFO,TRACE", kNoMin,
      "log level; INFO prints the init report on rank 0"},
     {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL", kNoMin,
      "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
     {"DEBUG_FILE", ParamType::kString, "", "", "", kNoMin,
-     "log to this file instead of stderr; %h expands to the host, %p to the pid"},
+     "log to this file instead of stderr; " COHORT_PATH_PATTERNS},
     {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", 0.001,
      "how long a team-creation phase waits for peers before failing with the missing ranks"},
     {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kNoMin,
@@ -29,12 +32,11 @@ const std::vector<ParamSpec> kParams = {
     {"TOPO_FILE", ParamType::kString, "", "", "", kNoMin,
      "load this host's topology from this XML file instead of detecting it"},
     {"TOPO_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
-     "write the host's topology as XML (once per process); %h expands to the host, %p to the "
-     "pid"},
+     "write the host's topology as XML (once per process); " COHORT_PATH_PATTERNS},
     {"GRAPH_FILE", ParamType::kString, "", "", "", kNoMin,
      "use the rings in this XML file for this host instead of searching"},
     {"GRAPH_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
-     "write the host's searched rings as XML; %h expands to the host, %p to the pid"},
+     "write the host's searched rings as XML; " COHORT_PATH_PATTERNS},
     {"P2P_LEVEL", ParamType::kEnum, "AUTO", "", "AUTO,LOC,NVL,NVB,PIX,PXB,PHB,SYS", kNoMin,
      "worst path type on which GPUs use P2P (CUDA IPC) instead of host memory; AUTO: PXB on "
      "Intel and ARM CPUs, PHB elsewhere"},
