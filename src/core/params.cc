@@ -54,9 +54,10 @@ const std::vector<ParamSpec> kParams = {
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
     {"COLL_ALGO", ParamType::kString, "", "", "", kNoMin,
-     "algorithm rules in front of the defaults: COLLECTIVE[:LO-HI]=ALGORITHM;... with LO/HI "
-     "bytes per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain (cohort_info "
-     "--algorithms prints the table)"},
+     "algorithm rules in front of the defaults: COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS];"
+     "... with memory KINDS joined by + (host, cuda-host, cuda-managed, cuda-device), LO/HI bytes "
+     "per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain*2 (cohort_info --algorithms "
+     "prints the table)"},
 };
 
 // For Cohort's own tests: read like the others, listed apart (cohort_info --params testing).
