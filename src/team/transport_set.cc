@@ -1,5 +1,7 @@
 #include "team/transport_set.h"
 
+#include <stdexcept>
+
 #include "tl/registry.h"
 
 namespace cohort {
@@ -73,8 +75,12 @@ void TransportSet::ready(const std::vector<std::vector<uint64_t>> &words) {
 }
 
 TransportSet::Lock::Lock(const TransportSet &set) {
+  size_t held = 0;
   for (const auto &t : set.transports_) {
-    if (std::mutex *m = t->serial()) locks_.emplace_back(*m);
+    std::mutex *m = t->serial();
+    if (m == nullptr) continue;
+    if (held == kMaxLocks) throw std::logic_error("more transports lock than TransportSet holds");
+    locks_[held++] = std::unique_lock<std::mutex>(*m);
   }
 }
 

@@ -4,6 +4,7 @@
 // sends in flight, and team-wide notices.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,13 +35,15 @@ class TransportSet {
   // The channels to each team rank, for executions (stable until release()).
   const std::vector<coll::PeerChannels> &peers() const { return peers_; }
 
-  // Held around every use of the channels: the transports' locks, in list order.
+  // Held around every use of the channels: the transports' locks, in list order (no
+  // allocation: a poll takes it every time).
   class Lock {
    public:
     explicit Lock(const TransportSet &set);
 
    private:
-    std::vector<std::unique_lock<std::mutex>> locks_;
+    static constexpr size_t kMaxLocks = 4;
+    std::array<std::unique_lock<std::mutex>, kMaxLocks> locks_;
   };
   // Under a Lock:
   void progress();
