@@ -27,6 +27,20 @@ double latest(double t) {
   return t;
 }
 
+// Every rank's `ended_at` (negative: it had none) came within 2 s of the abort (`aborted_at`
+// on the aborting rank); then the aborted team goes and a new one works.
+void after_abort(const char *ended, double aborted_at, double ended_at, cohort_team_t team,
+                 const cohort_team_config_t &cfg) {
+  const double abort_time = latest(aborted_at), last = latest(ended_at);
+  CHECK(last - abort_time < kPromptSeconds, "the last rank %s %.3f s after the abort", ended,
+        last - abort_time);
+  if (g_rank == 0) printf("last rank %s %.3f s after the abort\n", ended, last - abort_time);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort::Team again(MPI_COMM_WORLD, &cfg);
+  CHECK(again.size() == g_size, "team after the abort: size %d", again.size());
+}
+
 // A fake host per block of --per-node ranks (0: one host), so that UCX carries the bytes.
 std::string fake_host() {
   const int per_node = opt_int("per-node", 0);
@@ -96,14 +110,7 @@ void scenario_abort_ready() {
     }
     if (g_rank == (aborter == 0 ? 1 : 0)) printf("%s: %s\n", op.c_str(), msg.c_str());
   }
-  const double abort_time = latest(aborted_at), last_return = latest(returned_at);
-  CHECK(last_return - abort_time < kPromptSeconds, "the last rank returned %.3f s after the abort",
-        last_return - abort_time);
-  if (g_rank == 0) printf("last rank returned %.3f s after the abort\n", last_return - abort_time);
-  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
-  MPI_Barrier(MPI_COMM_WORLD);
-  cohort::Team again(MPI_COMM_WORLD, &cfg);  // a new team works
-  CHECK(again.size() == g_size, "team after the abort: size %d", again.size());
+  after_abort("returned", aborted_at, returned_at, team, cfg);
 }
 
 // One rank polls its posted creation --polls times, then aborts; the others poll theirs to
@@ -134,14 +141,7 @@ void scenario_abort_create() {
           "the message does not name rank %d aborting: %s", aborter, msg.c_str());
     if (g_rank == (aborter == 0 ? 1 : 0)) printf("after %d polls: %s\n", polls, msg.c_str());
   }
-  const double abort_time = latest(aborted_at), last_failure = latest(failed_at);
-  CHECK(last_failure - abort_time < kPromptSeconds, "the last rank failed %.3f s after the abort",
-        last_failure - abort_time);
-  if (g_rank == 0) printf("last rank failed %.3f s after the abort\n", last_failure - abort_time);
-  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
-  MPI_Barrier(MPI_COMM_WORLD);
-  cohort::Team again(MPI_COMM_WORLD, &cfg);
-  CHECK(again.size() == g_size, "team after the abort: size %d", again.size());
+  after_abort("failed", aborted_at, failed_at, team, cfg);
 }
 
 // COHORT_INJECT_UCX_FAILURE=R:P:M (set by the launcher) breaks rank R's endpoint to rank P
