@@ -42,15 +42,14 @@ Creation::Creation(TeamParts &parts, Status config_status, MPI_Comm comm, bool o
 
 Creation::~Creation() = default;
 
+// Steps while phases end (the next one is posted at once); the MPI entry ends with the first.
 Status Creation::progress() {
   for (;;) {
     const size_t before = phase_index_;
-    const bool entering = entry_ != nullptr;
     Status s = step();
-    if (phase_index_ != before || entering != (entry_ != nullptr)) ++transitions_;
-    if (s != COHORT_IN_PROGRESS || (phase_index_ == before && entering == (entry_ != nullptr))) {
-      return s;
-    }
+    if (phase_index_ == before) return s;
+    ++transitions_;
+    if (s != COHORT_IN_PROGRESS) return s;
   }
 }
 

@@ -29,8 +29,7 @@ Status TeamImpl::post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_confi
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   log_set_rank(world_rank);
-  Status s = team->begin(config, comm, owns_comm);
-  if (is_error(s)) return s;
+  team->begin(config, comm, owns_comm);
   *out = std::move(team);
   return COHORT_SUCCESS;
 }
@@ -41,14 +40,13 @@ Status TeamImpl::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *c
   team->parts_.oob = std::make_unique<UserOob>(*oob);
   team->parts_.info.size = team->parts_.oob->size();
   team->parts_.info.rank = team->parts_.oob->rank();
-  Status s = team->begin(config, MPI_COMM_NULL, false);
-  if (is_error(s)) return s;
+  team->begin(config, MPI_COMM_NULL, false);
   *out = std::move(team);
   return COHORT_SUCCESS;
 }
 
 // A config that does not resolve is this rank's status in check-in: every rank fails alike.
-Status TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm) {
+void TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm) {
   Status config_status = resolve_config(config, &parts_.config);
   const TeamConfig &resolved = parts_.config;
   creation_ = std::make_unique<Creation>(parts_, config_status, comm, owns_comm);
@@ -61,7 +59,6 @@ Status TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool o
   COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
                   resolved.name.c_str(), parts_.info.rank, parts_.info.size,
                   comm == MPI_COMM_NULL ? "a caller's" : "the MPI", resolved.init_timeout_s);
-  return COHORT_SUCCESS;
 }
 
 TeamImpl::~TeamImpl() {
@@ -149,8 +146,11 @@ void TeamImpl::abort() {
   // here calls MPI on a ready team (abort may come from another thread than MPI's): the
   // private communicator goes with the team.
   parts_.colls.stop(COHORT_ERR_ABORTED, "cohort_team_abort was called", stage_ == Stage::kReady);
-  parts_.transports.release();
-  if (creation_) release();
+  if (stage_ == Stage::kReady) {
+    parts_.transports.release();
+  } else {
+    release();
+  }
   stage_ = Stage::kAborted;
   status_ = COHORT_ERR_ABORTED;
 }

@@ -51,7 +51,7 @@ class TeamImpl {
   enum class Stage { kCreating, kReady, kFailed, kAborted };
 
   TeamImpl() = default;
-  Status begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm);
+  void begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm);
   Status ready_locked() const;
   Status finish_failed(Status status);
   void release();
