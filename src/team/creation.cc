@@ -184,7 +184,7 @@ Status Creation::prepare_ready(std::vector<char> *part) {
 
 Status Creation::finish_ready() {
   TeamInfo &info = parts_.info;
-  const size_t transports = parts_.transports.ready_words().size();
+  const size_t transports = parts_.transports.size();
   std::vector<std::vector<int64_t>> timings(info.size, std::vector<int64_t>(kNumReportPhases));
   std::vector<std::vector<uint64_t>> words(info.size, std::vector<uint64_t>(transports));
   for (int r = 0; r < info.size; ++r) {

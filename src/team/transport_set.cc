@@ -16,10 +16,7 @@ void TransportSet::create(tl::TeamView view) {
     offsets_.push_back(offset);
     offset += transports_.back()->record_bytes(view_);
   }
-}
-
-size_t TransportSet::record_bytes() const {
-  return transports_.empty() ? 0 : offsets_.back() + transports_.back()->record_bytes(view_);
+  record_bytes_ = offset;
 }
 
 Status TransportSet::post(char *record) {
@@ -109,6 +106,7 @@ void TransportSet::release() {
   peers_.clear();
   transports_.clear();  // each takes its own lock as it closes
   offsets_.clear();
+  record_bytes_ = 0;
 }
 
 }  // namespace cohort

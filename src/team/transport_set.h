@@ -19,7 +19,7 @@ class TransportSet {
   // Instantiates the registered transports for `view` (kept: transports read it later).
   void create(tl::TeamView view);
   // Bytes of the transports' parts of a connect record (the same on every rank).
-  size_t record_bytes() const;
+  size_t record_bytes() const { return record_bytes_; }
   // This rank's parts, at `record`; the first failure is returned.
   Status post(char *record);
   // Every rank's record (`stride` bytes each, the transports' parts from `offset`): opens the
@@ -30,6 +30,7 @@ class TransportSet {
   // The ready phase: a word per transport from this rank; then every rank's
   // (words[r][t]: rank r, transport t).
   std::vector<uint64_t> ready_words() const;
+  size_t size() const { return transports_.size(); }
   void ready(const std::vector<std::vector<uint64_t>> &words);
 
   // The channels to each team rank, for executions (stable until release()).
@@ -58,6 +59,7 @@ class TransportSet {
   tl::TeamView view_;
   std::vector<std::unique_ptr<tl::Transport>> transports_;
   std::vector<size_t> offsets_;  // of each transport's part in a record
+  size_t record_bytes_ = 0;      // all parts
   std::vector<coll::PeerChannels> peers_;
 };
 

@@ -43,7 +43,8 @@ class ShmTransport final : public tl::Transport {
   bool poll_notice(tl::Notice *out) override;
 
  private:
-  void probe_single_copy(const tl::TeamView &team, const tl::RecordTable &records);
+  void probe_single_copy(const tl::TeamView &team, const std::vector<int> &local_ranks,
+                         const tl::RecordTable &records);
 
   size_t single_copy_min_ = 0;   // COHORT_SHM_SINGLE_COPY_BYTES
   bool single_copy_ok_ = false;  // this rank can read its next local rank's memory
@@ -78,16 +79,16 @@ Status ShmTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
     if (is_error(s)) return s;
   }
   peers_ = host_->bind(team.local_rank[team.rank], local_ranks, team.size);
-  probe_single_copy(team, records);
+  probe_single_copy(team, local_ranks, records);
   return COHORT_SUCCESS;
 }
 
 // Whether this rank can read the next local rank's memory (same user, ptrace permitted, the
 // system call not filtered).
-void ShmTransport::probe_single_copy(const tl::TeamView &team, const tl::RecordTable &records) {
+void ShmTransport::probe_single_copy(const tl::TeamView &team, const std::vector<int> &local_ranks,
+                                     const tl::RecordTable &records) {
   single_copy_ok_ = false;
   if (single_copy_min_ == 0) return;
-  const std::vector<int> local_ranks = team.local_ranks();
   const int peer = local_ranks[(team.local_rank[team.rank] + 1) % local_ranks.size()];
   const auto *record = static_cast<const ShmRecord *>(records.of(peer));
   uint64_t value = 0;
