@@ -1,10 +1,16 @@
 // cohort_info: version, build configuration, every parameter with its current value,
 // (with --device-check) a kernel run on each visible GPU, and (with --topo) this host's
 // topology, paths and rings as team creation would see them.  Needs no MPI job.
+#include <dlfcn.h>
 #include <getopt.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "coll/schedule.h"
 #include "coll/select.h"
@@ -146,21 +152,70 @@ void print_param_table(const std::vector<cohort::ParamSpec> &table) {
   }
 }
 
-void print_params() {
+// The problems of the environment's COHORT_* variables, with what the library's loaders
+// refuse beyond the value's type: a selection rule, a file that cannot be read.
+std::vector<cohort::ParamProblem> environment_problems() {
+  std::vector<cohort::ParamProblem> problems = cohort::params_check_env();
+  auto setting = [](const char *name) { return cohort::param_text(*cohort::param_find(name)); };
+  cohort::coll::Selection selection;
+  std::string rules = setting("COLL_ALGO");
+  if (cohort::is_error(cohort::coll::Selection::parse(rules, &selection))) {
+    std::string why = cohort::last_error();
+    const std::string prefix = "COHORT_COLL_ALGO: ";
+    if (why.starts_with(prefix)) why.erase(0, prefix.size());
+    problems.push_back({"COHORT_COLL_ALGO", rules, why});
+  }
+  for (const char *name : {"TOPO_FILE", "GRAPH_FILE"}) {
+    std::string file = setting(name);
+    if (!file.empty() && access(file.c_str(), R_OK) != 0) {
+      problems.push_back({std::string("COHORT_") + name, file,
+                          cohort::strprintf("cannot read the file: %s", strerror(errno))});
+    }
+  }
+  return problems;
+}
+
+// The parameter table, then every bad COHORT_* variable; false if there is one.
+bool print_params() {
   printf("Parameters (environment variable, type, default, current value):\n");
   print_param_table(cohort::param_table());
-  if (cohort::is_error(cohort::params_validate_env())) {
-    printf("  invalid setting: %s\n", cohort::last_error().c_str());
+  printf("Variables Cohort's scripts read (not the library):\n");
+  for (const cohort::ScriptVariable &v : cohort::script_variable_table()) {
+    printf("  %-25s %s\n", v.name, v.doc);
   }
+  std::vector<cohort::ParamProblem> problems = environment_problems();
+  if (problems.empty()) return true;
+  printf("Invalid settings in the environment (%zu):\n", problems.size());
+  for (const cohort::ParamProblem &p : problems) {
+    printf("  %s='%s': %s\n", p.variable.c_str(), p.value.c_str(), p.message.c_str());
+  }
+  fprintf(stderr, "cohort_info: %zu invalid COHORT_* setting%s (listed above)\n", problems.size(),
+          problems.size() == 1 ? "" : "s");
+  return false;
 }
+
+#if COHORT_HAVE_CUDA
+// Why cudaGetDeviceCount found nothing, in the user's terms: the runtime reports a machine
+// without any NVIDIA driver as an "insufficient" one.
+std::string no_device_reason(cudaError_t err) {
+  if (err == cudaSuccess) return "0 devices";
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char *why = dlerror();
+    return cohort::strprintf("no NVIDIA driver: libcuda.so.1 cannot be loaded (%s)",
+                             why != nullptr ? why : "not found");
+  }
+  dlclose(driver);
+  return cudaGetErrorString(err);
+}
+#endif
 
 int device_check() {
 #if COHORT_HAVE_CUDA
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    printf("device check: no CUDA device visible (%s)\n",
-           err == cudaSuccess ? "0 devices" : cudaGetErrorString(err));
+    printf("device check: no CUDA device visible (%s)\n", no_device_reason(err).c_str());
     return 2;
   }
   int failures = 0;
@@ -238,7 +293,7 @@ int main(int argc, char **argv) {
   }
   if (!build && !params && !device && !topo && !algorithms && !testing) build = params = true;
   if (build) printf("%s", cohort::build_description().c_str());
-  if (params) print_params();
+  bool params_ok = !params || print_params();
   if (testing) {
     printf("Testing parameters (Cohort's own tests set them; never needed in a job):\n");
     print_param_table(cohort::testing_param_table());
@@ -248,5 +303,9 @@ int main(int argc, char **argv) {
     int rc = print_topology(topo_args);
     if (rc != 0) return rc;
   }
-  return device ? device_check() : 0;
+  if (device) {
+    int rc = device_check();
+    if (rc != 0) return rc;
+  }
+  return params_ok ? 0 : 1;
 }

@@ -1,59 +1,67 @@
 #include "core/params.h"
 
 #include <strings.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 
+#include "core/log.h"
 #include "core/text.h"
 
 namespace cohort {
 namespace {
 
-constexpr double kNoMin = -1e300;
+constexpr ParamRange kAny{};
+constexpr double kDay = 86400;
+constexpr double kGiB = 1 << 30;
+constexpr double kTiB = kGiB * 1024;
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
 
 const std::vector<ParamSpec> kParams = {
-    {"DEBUG", ParamType::kEnum, "WARN", "", "NONE,WARN,INFO,TRACE", kNoMin,
+    {"DEBUG", ParamType::kEnum, "WARN", "", "NONE,WARN,INFO,TRACE", kAny,
      "log level; INFO prints the init report on rank 0"},
-    {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL", kNoMin,
+    {"DEBUG_SUBSYS", ParamType::kList, "ALL", "", "INIT,PARAM,OOB,TOPO,GRAPH,COLL,NET,ALL", kAny,
      "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
-    {"DEBUG_FILE", ParamType::kString, "", "", "", kNoMin,
+    {"DEBUG_FILE", ParamType::kString, "", "", "", kAny,
      "log to this file instead of stderr; " COHORT_PATH_PATTERNS},
-    {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", 0.001,
+    {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", {0.001, 7 * kDay},
      "how long a team-creation phase waits for peers before failing with the missing ranks"},
-    {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kNoMin,
+    {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kAny,
      "let several ranks of one host use the same GPU (run them under MPS)"},
-    {"HOST_ID", ParamType::kString, "", "", "", kNoMin,
+    {"HOST_ID", ParamType::kString, "", "", "", kAny,
      "override the host identity (default: hostname + boot_id); tests use it to fake nodes"},
-    {"TOPO_FILE", ParamType::kString, "", "", "", kNoMin,
+    {"TOPO_FILE", ParamType::kString, "", "", "", kAny,
      "load this host's topology from this XML file instead of detecting it"},
-    {"TOPO_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
+    {"TOPO_DUMP_FILE", ParamType::kString, "", "", "", kAny,
      "write the host's topology as XML (once per process); " COHORT_PATH_PATTERNS},
-    {"GRAPH_FILE", ParamType::kString, "", "", "", kNoMin,
+    {"GRAPH_FILE", ParamType::kString, "", "", "", kAny,
      "use the rings in this XML file for this host instead of searching"},
-    {"GRAPH_DUMP_FILE", ParamType::kString, "", "", "", kNoMin,
+    {"GRAPH_DUMP_FILE", ParamType::kString, "", "", "", kAny,
      "write the host's searched rings as XML; " COHORT_PATH_PATTERNS},
-    {"P2P_LEVEL", ParamType::kEnum, "AUTO", "", "AUTO,LOC,NVL,NVB,PIX,PXB,PHB,SYS", kNoMin,
+    {"P2P_LEVEL", ParamType::kEnum, "AUTO", "", "AUTO,LOC,NVL,NVB,PIX,PXB,PHB,SYS", kAny,
      "worst path type on which GPUs use P2P (CUDA IPC) instead of host memory; AUTO: PXB on "
      "Intel and ARM CPUs, PHB elsewhere"},
-    {"SEARCH_BUDGET", ParamType::kInt, "200000", "steps", "", 1,
+    {"SEARCH_BUDGET", ParamType::kInt, "200000", "steps", "", {1, 1e12},
      "ring-search steps per host before the best rings found so far (or a fixed order) are "
      "taken"},
-    {"SHM_MAILBOX_BYTES", ParamType::kInt, "65536", "bytes", "", 64,
+    {"SHM_MAILBOX_BYTES", ParamType::kInt, "65536", "bytes", "", {64, kGiB, true},
      "shared-memory mailbox between two ranks of a host (a power of two); a host of L ranks "
      "maps L x L of them"},
-    {"SHM_SINGLE_COPY_BYTES", ParamType::kInt, "131072", "bytes", "", 0,
+    {"SHM_SINGLE_COPY_BYTES", ParamType::kInt, "131072", "bytes", "", {0, kTiB},
      "within a host, messages of at least this size are read straight from the sender's memory "
      "(cross-memory attach) instead of through the mailbox; 0: never.  Off by itself where "
      "the kernel refuses"},
-    {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", 0.001,
+    {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", {0.001, 7 * kDay},
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
-    {"COLL_ALGO", ParamType::kString, "", "", "", kNoMin,
+    {"COLL_ALGO", ParamType::kString, "", "", "", kAny,
      "algorithm rules in front of the defaults: COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS];"
      "... with memory KINDS joined by + (host, cuda-host, cuda-managed, cuda-device), LO/HI bytes "
      "per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain*2 (cohort_info --algorithms "
@@ -62,12 +70,21 @@ const std::vector<ParamSpec> kParams = {
 
 // For Cohort's own tests: read like the others, listed apart (cohort_info --params testing).
 const std::vector<ParamSpec> kTestingParams = {
-    {"INJECT_FAILURE", ParamType::kString, "", "", "", kNoMin,
+    {"INJECT_FAILURE", ParamType::kString, "", "", "", kAny,
      "PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in PHASE of team "
      "creation; align:RANK:skew makes it report a different plan"},
-    {"INJECT_UCX_FAILURE", ParamType::kString, "", "", "", kNoMin,
+    {"INJECT_UCX_FAILURE", ParamType::kString, "", "", "", kAny,
      "RANK:PEER[:MESSAGES] makes team rank RANK's UCX endpoint to PEER fail as if UCX had "
      "reported the peer lost, once MESSAGES (1) more messages went to it"},
+};
+
+const std::vector<ScriptVariable> kScriptVariables = {
+    {"COHORT_PREFIX", "contrib/slurm/cohort.sbatch: where Cohort is installed"},
+    {"COHORT_LAUNCHER", "contrib/slurm/cohort.sbatch: srun (default) or mpirun"},
+    {"COHORT_PERF", "test/mpi/perf-check.sh: the cohort_perf binary to run"},
+    {"COHORT_PERF_CHECK_FILTER", "test/mpi/perf-check.sh: which checks to run"},
+    {"COHORT_RANDOM_RUNS", "test/mpi/run-random.sh: the randomized runs to make"},
+    {"COHORT_TEST_*", "Cohort's test scripts: test selection and settings"},
 };
 
 std::string lower(std::string_view s) {
@@ -129,28 +146,47 @@ Status parse_bool(std::string_view what, std::string_view text, bool *out) {
   return COHORT_SUCCESS;
 }
 
-Status parse_int(std::string_view what, std::string_view text, double min_value, int64_t *out) {
+// "an integer from 64 to 1073741824, a power of two", "a number of at least 0.001", ...
+std::string range_text(const char *kind, const ParamRange &range) {
+  std::string text = kind;
+  if (range.min > kNoMin && range.max < kNoMax) {
+    text += strprintf(" from %.15g to %.15g", range.min, range.max);
+  } else if (range.min > kNoMin) {
+    text += strprintf(" of at least %.15g", range.min);
+  } else if (range.max < kNoMax) {
+    text += strprintf(" of at most %.15g", range.max);
+  }
+  return range.power_of_two ? text + ", a power of two" : text;
+}
+
+Status parse_int(std::string_view what, std::string_view text, const ParamRange &range,
+                 int64_t *out) {
   std::string t(text);
   char *end = nullptr;
   errno = 0;
   long long v = strtoll(t.c_str(), &end, 10);
-  if (t.empty() || *end != '\0' || errno == ERANGE) return bad(what, text, "expected an integer");
-  if (static_cast<double>(v) < min_value) {
-    return bad(what, text, strprintf("must be at least %g", min_value).c_str());
+  std::string expected = "expected " + range_text("an integer", range);
+  if (t.empty() || *end != '\0' || errno == ERANGE) return bad(what, text, expected.c_str());
+  bool in_range = static_cast<double>(v) >= range.min && static_cast<double>(v) <= range.max;
+  if (!in_range || (range.power_of_two && (v <= 0 || (v & (v - 1)) != 0))) {
+    return bad(what, text, ("must be " + range_text("an integer", range)).c_str());
   }
   *out = v;
   return COHORT_SUCCESS;
 }
 
-Status parse_double(std::string_view what, std::string_view text, double min_value, double *out) {
+Status parse_double(std::string_view what, std::string_view text, const ParamRange &range,
+                    double *out) {
   std::string t(text);
   char *end = nullptr;
   errno = 0;
   double v = strtod(t.c_str(), &end);
   if (t.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v)) {
-    return bad(what, text, "expected a number");
+    return bad(what, text, ("expected " + range_text("a number", range)).c_str());
   }
-  if (v < min_value) return bad(what, text, strprintf("must be at least %g", min_value).c_str());
+  if (v < range.min || v > range.max) {
+    return bad(what, text, ("must be " + range_text("a number", range)).c_str());
+  }
   *out = v;
   return COHORT_SUCCESS;
 }
@@ -203,11 +239,11 @@ Status parse_value(const ParamSpec &, std::string_view what, std::string_view te
 }
 Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text,
                    int64_t *out) {
-  return parse_int(what, text, spec.min_value, out);
+  return parse_int(what, text, spec.range, out);
 }
 Status parse_value(const ParamSpec &spec, std::string_view what, std::string_view text,
                    double *out) {
-  return parse_double(what, text, spec.min_value, out);
+  return parse_double(what, text, spec.range, out);
 }
 Status parse_value(const ParamSpec &, std::string_view, std::string_view text, std::string *out) {
   *out = text;
@@ -243,25 +279,115 @@ Status param_string(const char *name, std::string *out) {
 Status param_enum(const char *name, int *out) { return get(name, ParamType::kEnum, out); }
 Status param_list(const char *name, uint64_t *out) { return get(name, ParamType::kList, out); }
 
-Status params_validate_env() {
-  for (const ParamSpec &spec : kParams) {  // testing parameters are strings, checked by users
-    Status s = COHORT_SUCCESS;
-    bool b;
-    int64_t i;
-    double d;
-    int e;
-    uint64_t m;
-    switch (spec.type) {
-      case ParamType::kBool: s = param_bool(spec.name, &b); break;
-      case ParamType::kInt: s = param_int(spec.name, &i); break;
-      case ParamType::kDouble: s = param_double(spec.name, &d); break;
-      case ParamType::kEnum: s = param_enum(spec.name, &e); break;
-      case ParamType::kList: s = param_list(spec.name, &m); break;
-      case ParamType::kString: break;
-    }
-    if (is_error(s)) return s;
+namespace {
+
+// The parse error of `spec`'s value in the environment, or empty.  Strings take any text.
+std::string value_problem(const ParamSpec &spec) {
+  Status s = COHORT_SUCCESS;
+  bool b;
+  int64_t i;
+  double d;
+  int e;
+  uint64_t m;
+  switch (spec.type) {
+    case ParamType::kBool: s = param_bool(spec.name, &b); break;
+    case ParamType::kInt: s = param_int(spec.name, &i); break;
+    case ParamType::kDouble: s = param_double(spec.name, &d); break;
+    case ParamType::kEnum: s = param_enum(spec.name, &e); break;
+    case ParamType::kList: s = param_list(spec.name, &m); break;
+    case ParamType::kString: break;
   }
-  return COHORT_SUCCESS;
+  if (!is_error(s)) return "";
+  // The parsers say "COHORT_X='text': why"; the problem keeps the why.
+  const std::string &detail = last_error();
+  size_t colon = detail.find("': ");
+  return colon == std::string::npos ? detail : detail.substr(colon + 3);
+}
+
+bool is_script_variable(std::string_view name) {
+  for (const ScriptVariable &v : kScriptVariables) {
+    std::string_view pattern = v.name;
+    bool any_ending = !pattern.empty() && pattern.back() == '*';
+    if (any_ending ? name.starts_with(pattern.substr(0, pattern.size() - 1)) : name == pattern) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Edit distance between a and b (case-insensitive): how far a typo is from a name.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      bool same = tolower(static_cast<unsigned char>(a[i - 1])) ==
+                  tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "did you mean COHORT_X?" for the registered name nearest to `name`, when one is near.
+std::string unknown_name_message(std::string_view name) {
+  const ParamSpec *best = nullptr;
+  size_t best_distance = 0;
+  for (const std::vector<ParamSpec> *table : {&kParams, &kTestingParams}) {
+    for (const ParamSpec &spec : *table) {
+      size_t distance = edit_distance(name.substr(7), spec.name);
+      if (best == nullptr || distance < best_distance) {
+        best = &spec;
+        best_distance = distance;
+      }
+    }
+  }
+  std::string message = "no such Cohort parameter";
+  size_t near = std::max<size_t>(2, strlen(best->name) / 3);
+  if (best_distance <= near) message += strprintf("; did you mean COHORT_%s?", best->name);
+  return message + " (cohort_info --params lists them)";
+}
+
+}  // namespace
+
+const std::vector<ScriptVariable> &script_variable_table() { return kScriptVariables; }
+
+std::vector<ParamProblem> params_check_env() {
+  std::vector<ParamProblem> problems;
+  for (char **entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text = *entry;
+    size_t equals = text.find('=');
+    std::string_view name = text.substr(0, equals);
+    std::string value(equals == std::string_view::npos ? "" : text.substr(equals + 1));
+    if (!name.starts_with("COHORT_") || is_script_variable(name)) continue;
+    const ParamSpec *spec = param_find(name);
+    std::string message = spec == nullptr ? unknown_name_message(name) : value_problem(*spec);
+    if (!message.empty()) problems.push_back({std::string(name), value, message});
+  }
+  clear_last_error();
+  std::sort(problems.begin(), problems.end(),
+            [](const ParamProblem &a, const ParamProblem &b) { return a.variable < b.variable; });
+  return problems;
+}
+
+Status params_validate_env() {
+  std::string bad_values, unknown;
+  for (const ParamProblem &p : params_check_env()) {
+    std::string line = p.variable + "='" + p.value + "': " + p.message;
+    std::string &list = param_find(p.variable) != nullptr ? bad_values : unknown;
+    list += (list.empty() ? "" : "; ") + line;
+  }
+  static std::once_flag warned;
+  if (!unknown.empty()) {
+    std::call_once(warned, [&] { COHORT_LOG_WARN(PARAM, "ignoring %s", unknown.c_str()); });
+  }
+  if (bad_values.empty()) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_INVALID_ARG, "%s (cohort_info --params checks every setting)",
+               bad_values.c_str());
 }
 
 }  // namespace cohort

@@ -3,6 +3,7 @@
 
 #include "clean_env.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -457,6 +458,98 @@ TEST_F(ParamsEnvTest, ValidateEnvCatchesOtherTypes) {
   EXPECT_TRUE(contains(cohort_last_error(), "COHORT_DEBUG_SUBSYS")) << cohort_last_error();
 }
 
+TEST_F(ParamsEnvTest, ValidateEnvNamesEveryBadValue) {
+  set("COHORT_INIT_TIMEOUT", "-1");
+  set("COHORT_SHM_MAILBOX_BYTES", "1000");
+  EXPECT_EQ(params_validate_env(), COHORT_ERR_INVALID_ARG);
+  std::string message = cohort_last_error();
+  EXPECT_TRUE(contains(message, "COHORT_INIT_TIMEOUT='-1'")) << message;
+  EXPECT_TRUE(contains(message, "COHORT_SHM_MAILBOX_BYTES='1000'")) << message;
+  EXPECT_TRUE(contains(message, "a power of two")) << message;
+}
+
+// ------------------------------------------------------------ params_check_env
+
+// Sets a COHORT_* variable the tables do not know for one test.
+class UnknownVariable {
+ public:
+  UnknownVariable(const char *name, const char *value) : name_(name) { setenv(name, value, 1); }
+  ~UnknownVariable() { unsetenv(name_); }
+
+ private:
+  const char *name_;
+};
+
+const ParamProblem *problem_of(const std::vector<ParamProblem> &problems, const char *variable) {
+  for (const ParamProblem &p : problems) {
+    if (p.variable == variable) return &p;
+  }
+  return nullptr;
+}
+
+TEST_F(ParamsEnvTest, CheckEnvListsEachBadValueWithItsRange) {
+  set("COHORT_SHM_MAILBOX_BYTES", "1000");
+  set("COHORT_COLL_TIMEOUT", "1e9");
+  set("COHORT_SEARCH_BUDGET", "lots");
+  set("COHORT_DEBUG", "INFO");  // valid: not listed
+  std::vector<ParamProblem> problems = params_check_env();
+  ASSERT_EQ(problems.size(), 3u);
+  const ParamProblem *mailbox = problem_of(problems, "COHORT_SHM_MAILBOX_BYTES");
+  ASSERT_NE(mailbox, nullptr);
+  EXPECT_EQ(mailbox->value, "1000");
+  EXPECT_EQ(mailbox->message, "must be an integer from 64 to 1073741824, a power of two");
+  const ParamProblem *timeout = problem_of(problems, "COHORT_COLL_TIMEOUT");
+  ASSERT_NE(timeout, nullptr);
+  EXPECT_EQ(timeout->message, "must be a number from 0.001 to 604800");
+  const ParamProblem *budget = problem_of(problems, "COHORT_SEARCH_BUDGET");
+  ASSERT_NE(budget, nullptr);
+  EXPECT_TRUE(contains(budget->message, "expected an integer from 1 to")) << budget->message;
+  EXPECT_TRUE(std::is_sorted(problems.begin(), problems.end(),
+                             [](const ParamProblem &a, const ParamProblem &b) {
+                               return a.variable < b.variable;
+                             }));
+}
+
+TEST_F(ParamsEnvTest, PowerOfTwoBoundsAreInclusive) {
+  int64_t value = 0;
+  set("COHORT_SHM_MAILBOX_BYTES", "64");
+  EXPECT_EQ(param_int("SHM_MAILBOX_BYTES", &value), COHORT_SUCCESS);
+  set("COHORT_SHM_MAILBOX_BYTES", "1073741824");
+  EXPECT_EQ(param_int("SHM_MAILBOX_BYTES", &value), COHORT_SUCCESS);
+  EXPECT_EQ(value, 1 << 30);
+  set("COHORT_SHM_MAILBOX_BYTES", "2147483648");
+  EXPECT_EQ(param_int("SHM_MAILBOX_BYTES", &value), COHORT_ERR_INVALID_ARG);
+  set("COHORT_SHM_MAILBOX_BYTES", "32");
+  EXPECT_EQ(param_int("SHM_MAILBOX_BYTES", &value), COHORT_ERR_INVALID_ARG);
+  EXPECT_EQ(value, 1 << 30);
+}
+
+TEST_F(ParamsEnvTest, UnknownNameGetsTheNearestParameter) {
+  UnknownVariable typo("COHORT_DEBGU", "INFO");
+  UnknownVariable far("COHORT_ZZZZZZZZZZZZZZZZZZ", "1");
+  std::vector<ParamProblem> problems = params_check_env();
+  const ParamProblem *near = problem_of(problems, "COHORT_DEBGU");
+  ASSERT_NE(near, nullptr);
+  EXPECT_TRUE(contains(near->message, "did you mean COHORT_DEBUG?")) << near->message;
+  const ParamProblem *other = problem_of(problems, "COHORT_ZZZZZZZZZZZZZZZZZZ");
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(contains(other->message, "did you mean")) << other->message;
+  EXPECT_TRUE(contains(other->message, "no such Cohort parameter")) << other->message;
+  // Unknown names are warned about in a job, not refused.
+  EXPECT_EQ(params_validate_env(), COHORT_SUCCESS) << cohort_last_error();
+}
+
+TEST_F(ParamsEnvTest, ScriptVariablesAreNotProblems) {
+  UnknownVariable prefix("COHORT_PREFIX", "/opt/cohort");
+  UnknownVariable test("COHORT_TEST_SOMETHING_NEW", "x");
+  std::vector<ParamProblem> problems = params_check_env();
+  EXPECT_EQ(problem_of(problems, "COHORT_PREFIX"), nullptr);
+  EXPECT_EQ(problem_of(problems, "COHORT_TEST_SOMETHING_NEW"), nullptr);
+  for (const ScriptVariable &v : script_variable_table()) {
+    EXPECT_EQ(param_find(v.name), nullptr) << v.name << " is also a library parameter";
+  }
+}
+
 // ----------------------------------------------------------------- the table
 
 TEST(ParamTable, RowsAreDocumentedAndDefaultsParse) {
@@ -486,12 +579,12 @@ TEST(ParamTable, RowsAreDocumentedAndDefaultsParse) {
       }
       case ParamType::kInt: {
         int64_t i;
-        s = parse_int(what, spec.default_value, spec.min_value, &i);
+        s = parse_int(what, spec.default_value, spec.range, &i);
         break;
       }
       case ParamType::kDouble: {
         double d;
-        s = parse_double(what, spec.default_value, spec.min_value, &d);
+        s = parse_double(what, spec.default_value, spec.range, &d);
         break;
       }
       case ParamType::kEnum: {

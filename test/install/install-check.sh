@@ -6,7 +6,7 @@
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-echo "1..7"
+echo "1..8"
 n=0
 result() {  # status description
   n=$((n + 1))
@@ -29,7 +29,7 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage/root"
 flags=$(pkg-config --cflags --libs cohort 2>"$stage/log")
 result $? "pkg-config cohort: $flags"
 # shellcheck disable=SC2086
-$CC -std=c99 -Wall -Wextra -Werror -o "$stage/hello_c" "$SRCDIR/hello_team.c" $flags $MPI_CFLAGS $MPI_LIBS $SANITIZER_FLAGS >"$stage/log" 2>&1 &&
+$CC -std=c99 -Wall -Wextra -Werror -o "$stage/hello_c" "$TOP_SRCDIR/examples/hello_cohort.c" $flags $MPI_CFLAGS $MPI_LIBS $SANITIZER_FLAGS >"$stage/log" 2>&1 &&
   LD_LIBRARY_PATH="$libdir" timeout 120 "$MPIRUN" -np 2 "$stage/hello_c" >>"$stage/log" 2>&1 </dev/null
 result $? "C program (-std=c99 -Werror) builds against cohort.h and runs on 2 ranks"
 # shellcheck disable=SC2086
@@ -38,3 +38,6 @@ $CXX -std=c++17 -Wall -Wextra -Werror -o "$stage/hello_cxx" "$SRCDIR/hello_team.
 result $? "C++17 program builds against cohort.hpp and runs on 3 ranks"
 LD_LIBRARY_PATH="$libdir" "$root/bin/cohort_info" >"$stage/log" 2>&1 && grep -q COHORT_INIT_TIMEOUT "$stage/log"
 result $? "installed cohort_info lists the parameters"
+make -C "$TOP_BUILDDIR" uninstall DESTDIR="$stage/root" >"$stage/log" 2>&1 &&
+  find "$stage/root" -type f >>"$stage/log" && ! find "$stage/root" -type f | grep -q .
+result $? "make uninstall removes every installed file"
