@@ -1,6 +1,8 @@
 // The C entry points the glue calls: each checks the call against the rules (memory, type, op,
 // layout), gets the communicator's team and runs the collective on Cohort, or says "fall back".
 #include <cstring>
+#include <memory>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -135,6 +137,41 @@ std::optional<Fallback> reduction(MPI_Datatype datatype, MPI_Op op, cohort_dtype
   return std::nullopt;
 }
 
+// An in-place reduce-scatter-block: its buffer and what it reduces.
+struct InPlaceBlocks {
+  void *buf;  // size blocks of count elements: the input; the result goes to block 0
+  int count;
+  MPI_Datatype datatype;
+  cohort_dtype_t dtype;
+  cohort_op_t op;
+};
+
+// MPI puts the result in block 0 and leaves the other blocks as they were; Cohort's in-place
+// form (NCCL's) puts it in the rank's block instead.  That is the same on rank 0; elsewhere
+// Cohort reduces out of place into a block of its own, copied to the front afterwards (the
+// input is read only, so the rank's block stays as it was).
+int reduce_scatter_in_place(CommState *state, cohort_team_t team, const InPlaceBlocks &call,
+                            int *rc) {
+  const Coll coll = Coll::kReduceScatterBlock;
+  if (comm_rank(state) == 0) {
+    return state->finish(
+        coll, cohort_reduce_scatter(team, call.buf, call.buf, call.count, call.dtype, call.op), rc);
+  }
+  int elem = 0;
+  MPI_Type_size(call.datatype, &elem);
+  const size_t block = static_cast<size_t>(call.count) * static_cast<size_t>(elem);
+  std::unique_ptr<char[]> result(new (std::nothrow) char[block]);
+  if (result == nullptr) {
+    *rc = MPI_ERR_NO_MEM;  // through the error handler, as Open MPI's modules do
+    return 1;
+  }
+  int done = state->finish(
+      coll, cohort_reduce_scatter(team, call.buf, result.get(), call.count, call.dtype, call.op),
+      rc);
+  if (done && *rc == MPI_SUCCESS) std::memcpy(call.buf, result.get(), block);
+  return done;
+}
+
 }  // namespace
 }  // namespace cohort::ompi
 
@@ -210,8 +247,7 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
   if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
   const bool in_place = sbuf == MPI_IN_PLACE;
   if (in_place) {
-    // MPI keeps the result at the start of the buffer, Cohort (as NCCL) in this rank's block:
-    // the block is moved after the call, which only the CPU can do.
+    // The result is copied to the front of the buffer after the call, which only the CPU can do.
     cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
     memory_rule({nullptr, rbuf}, true, cohort_memory_kind, &kind);
     if (kind != COHORT_MEMORY_HOST) {
@@ -224,13 +260,7 @@ int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf
   if (!in_place) {
     return state->finish(coll, cohort_reduce_scatter(team, sbuf, rbuf, rcount, dtype, cop), rc);
   }
-  int elem = 0;
-  MPI_Type_size(datatype, &elem);
-  const size_t block = static_cast<size_t>(rcount) * static_cast<size_t>(elem);
-  char *mine = static_cast<char *>(rbuf) + comm_rank(state) * block;
-  int done = state->finish(coll, cohort_reduce_scatter(team, rbuf, mine, rcount, dtype, cop), rc);
-  if (done && *rc == MPI_SUCCESS && mine != rbuf) std::memmove(rbuf, mine, block);
-  return done;
+  return reduce_scatter_in_place(state, team, {rbuf, rcount, datatype, dtype, cop}, rc);
 }
 
 int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,

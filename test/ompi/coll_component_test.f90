@@ -94,6 +94,16 @@ program coll_component_test
     end do
     write(label, '(a,i0)') 'f-reduce_scatter_block-integer-', n
     call check(label, ok, irecv(1:n))
+    ! in place: the result in the first n elements, every other one as it was
+    irecv = isend
+    call MPI_Reduce_scatter_block(MPI_IN_PLACE, irecv, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, &
+                                  ierr)
+    ok = all(irecv(n + 1:) == isend(n + 1:))
+    do i = 1, n
+      ok = ok .and. irecv(i) == sum((/ (mod(r + rank * n + i, 5), r = 0, nranks - 1) /))
+    end do
+    write(label, '(a,i0)') 'f-reduce_scatter_block-integer-inplace-', n
+    call check(label, ok, irecv)
     do i = 1, n * nranks
       isend(i) = rank * 1000000 + i
     end do
