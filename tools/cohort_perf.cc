@@ -20,6 +20,7 @@
 #include "core/gpu_identity.h"
 #include "perf_coll.h"
 #include "perf_sweep.h"
+#include "tool_version.h"
 #include "coll/dtype.h"
 
 namespace {
@@ -43,6 +44,7 @@ void usage(FILE *out) {
       "       mpirun -np N cohort_perf -c LIST [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [-o OP]\n"
       "                                [-r ROOT] [-n ITERS] [-w WARMUP] [--in-place]\n"
       "                                [--out-of-place] [--check] [--vs-mpi] [--json FILE]\n"
+      "       cohort_perf --version      version, git revision, build, NVIDIA driver (no mpirun)\n"
       "Team creation:\n"
       "  --team-create  time team creation + destruction on MPI_COMM_WORLD (the default)\n"
       "  -n ITERS       timed iterations (default 20)\n"
@@ -374,6 +376,10 @@ int run_team_create(const Options &opt, int rank, int size) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (cohort::tools::asks_version(argc, argv)) {  // before MPI_Init: needs no MPI job
+    cohort::tools::print_version("cohort_perf");
+    return 0;
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
