@@ -16,6 +16,7 @@
 
 #include "cohort.h"
 #include "perf_coll.h"
+#include "perf_job.h"
 #include "perf_sweep.h"
 #include "perf_team.h"
 #include "tool_version.h"
@@ -304,8 +305,11 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  int rc = opt.team_create ? cohort::perf::run_team_create(team_create_options(opt), rank, size)
-                           : cohort::perf::run_sweep(opt.sweep, rank, size);
+  const cohort::perf::Job job = cohort::perf::job_of(MPI_COMM_WORLD);
+  const std::string warning = cohort::perf::oversubscription_warning(job.load);
+  if (rank == 0 && !warning.empty()) fprintf(stderr, "cohort_perf: warning: %s\n", warning.c_str());
+  int rc = opt.team_create ? cohort::perf::run_team_create(team_create_options(opt), job)
+                           : cohort::perf::run_sweep(opt.sweep, job);
   MPI_Finalize();
   return rc;
 }

@@ -62,8 +62,8 @@ double algbw_gbs(const Row &row, double us) { return us > 0 ? row.shape.bytes / 
 
 class Sweep {
  public:
-  Sweep(const SweepOptions &opt, cohort::Team team, int rank, int size)
-      : opt_(opt), team_(std::move(team)), rank_(rank), size_(size) {}
+  Sweep(const SweepOptions &opt, cohort::Team team, const Job &job)
+      : opt_(opt), team_(std::move(team)), job_(job), rank_(job.rank), size_(job.ranks) {}
 
   bool allocate_buffers();
   void print_header() const;
@@ -86,6 +86,7 @@ class Sweep {
 
   SweepOptions opt_;
   cohort::Team team_;
+  Job job_;
   int rank_, size_;
   HostBuffer input_, output_, expected_;
   std::vector<Row> rows_;
@@ -426,7 +427,7 @@ std::vector<size_t> sweep_sizes(const SweepOptions &opt) {
   return sizes;
 }
 
-int run_sweep(const SweepOptions &opt, int rank, int size) {
+int run_sweep(const SweepOptions &opt, const Job &job) {
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.cuda_device = COHORT_DEVICE_NONE;  // host buffers
@@ -436,10 +437,10 @@ int run_sweep(const SweepOptions &opt, int rank, int size) {
     team = cohort::Team(MPI_COMM_WORLD, &config);
   } catch (const cohort::Error &e) {
     // Every rank gets the same outcome; one message is enough.
-    if (rank == 0) fprintf(stderr, "cohort_perf: team create: %s\n", e.what());
+    if (job.rank == 0) fprintf(stderr, "cohort_perf: team create: %s\n", e.what());
     return 1;
   }
-  Sweep sweep(opt, std::move(team), rank, size);
+  Sweep sweep(opt, std::move(team), job);
   if (!sweep.allocate_buffers()) return 1;
   sweep.print_header();
   const std::vector<size_t> sizes = sweep_sizes(opt);

@@ -50,7 +50,8 @@ Stats stats_of(std::vector<double> v) {
 
 }  // namespace
 
-int run_team_create(const TeamCreateOptions &opt, int rank, int size) {
+int run_team_create(const TeamCreateOptions &opt, const Job &job) {
+  const int rank = job.rank, size = job.ranks;
   std::vector<double> create_ms, destroy_ms;
   cohort_team_config_t config;
   cohort_team_config_init(&config);

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "perf_job.h"
+
 namespace cohort::perf {
 
 struct TeamCreateOptions {
@@ -17,6 +19,6 @@ struct TeamCreateOptions {
 
 // Runs on every rank; returns the exit status (1 when a team call failed or the JSON file
 // could not be written).
-int run_team_create(const TeamCreateOptions &opt, int rank, int size);
+int run_team_create(const TeamCreateOptions &opt, const Job &job);
 
 }  // namespace cohort::perf
