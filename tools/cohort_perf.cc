@@ -75,8 +75,9 @@ void usage(FILE *out) {
       "                 MPI_Alltoall, MPI_Barrier; MPI_IN_PLACE in place) and the ratio\n"
       "                 Cohort time / MPI time; n/a for fp16/bf16 reductions and avg\n"
       "  --json FILE    also write every row as JSON (rank 0)\n"
-      "Time is the average per iteration of the slowest rank.  Past 10 s, rank 0 reports each\n"
-      "size on stderr.\n");
+      "Time is the average per iteration of the slowest rank.  When its stderr is a terminal,\n"
+      "rank 0 shows progress there, on one line it erases before writing results.  Rank 0\n"
+      "warns when the ranks of a host outnumber its cores.\n");
 }
 
 // Strict integer parsing: the whole text, within [min, INT_MAX].

@@ -15,13 +15,13 @@
 #include "core/clock.h"
 #include "perf_check.h"
 #include "perf_coll.h"
+#include "perf_progress.h"
 #include "coll/dtype.h"
 
 namespace cohort::perf {
 namespace {
 
-constexpr double kProgressAfterS = 10;  // a sweep this long reports each size on stderr
-constexpr int kPlacements = 2;          // 0: out of place, 1: in place
+constexpr int kPlacements = 2;  // 0: out of place, 1: in place
 const char *const kPlacementNames[kPlacements] = {"out-of-place", "in-place"};
 
 // One placement's results; negative / nullptr fields were not measured.
@@ -90,7 +90,6 @@ class Sweep {
   int rank_, size_;
   HostBuffer input_, output_, expected_;
   std::vector<Row> rows_;
-  int64_t start_ns_ = now_ns();
 };
 
 bool Sweep::allocate_buffers() {
@@ -120,6 +119,7 @@ double Sweep::time_loop(const Once &once) const {
 }
 
 void Sweep::fail(const Call &call, const char *who, const char *status, const char *detail) const {
+  progress_clear();
   fprintf(stderr, "cohort_perf: rank %d: %s %s of %zu %s elements (%s) failed: %s: %s\n", rank_,
           who, coll::collective_name(call.collective), call.count, coll::dtype_name(call.dtype),
           call.in_place ? "in place" : "out of place", status, detail);
@@ -188,11 +188,8 @@ void Sweep::run_collective(Collective c, const std::vector<size_t> &sizes, int *
   // The barrier moves no data: one row.
   const std::vector<size_t> barrier_sizes = {0};
   for (size_t bytes : c == Collective::kBarrier ? barrier_sizes : sizes) {
-    const double elapsed_s = (now_ns() - start_ns_) / 1e9;
-    if (rank_ == 0 && elapsed_s > kProgressAfterS) {
-      fprintf(stderr, "cohort_perf: [%d/%d] %s %zu B, %.1f s so far\n", *done + 1, total,
-              coll::collective_name(c), bytes, elapsed_s);
-    }
+    progress_show("[" + std::to_string(*done + 1) + "/" + std::to_string(total) + "] " +
+                  coll::collective_name(c) + " " + std::to_string(bytes) + " B");
     Row row;
     row.collective = c;
     row.shape = shape_of(c, bytes, elem_size, size_);
@@ -279,6 +276,7 @@ void Sweep::print_table_header(Collective c) const {
 
 void Sweep::print_row(const Row &row) const {
   if (rank_ != 0) return;
+  progress_clear();
   const Collective c = row.collective;
   const bool barrier = c == Collective::kBarrier;
   char root[16];
@@ -441,6 +439,7 @@ int run_sweep(const SweepOptions &opt, const Job &job) {
     return 1;
   }
   Sweep sweep(opt, std::move(team), job);
+  progress_start(job.rank == 0);
   if (!sweep.allocate_buffers()) return 1;
   sweep.print_header();
   const std::vector<size_t> sizes = sweep_sizes(opt);

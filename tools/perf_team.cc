@@ -4,17 +4,20 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cohort.h"
 #include "core/clock.h"
 #include "core/gpu_identity.h"
+#include "perf_progress.h"
 
 namespace cohort::perf {
 namespace {
 
 bool check(cohort_status_t s, const char *what) {
   if (s == COHORT_SUCCESS) return true;
+  progress_clear();
   fprintf(stderr, "cohort_perf: %s: %s: %s\n", what, cohort_status_string(s), cohort_last_error());
   return false;
 }
@@ -48,72 +51,95 @@ Stats stats_of(std::vector<double> v) {
   return {v.front(), v[(v.size() - 1) / 2], v.back()};
 }
 
+// The slowest rank's time of every timed iteration, in ms.
+struct Timings {
+  std::vector<double> create_ms, destroy_ms;
+  std::vector<std::vector<double>> phase_ms;  // [phase][iteration]
+  std::vector<const char *> phase_names;
+};
+
+void add_phases(cohort_team_t team, Timings *t) {
+  cohort_init_report_t report;
+  if (!check(cohort_team_init_report(team, &report), "init report")) return;
+  t->phase_ms.resize(report.num_phases);
+  t->phase_names.resize(report.num_phases);
+  for (int p = 0; p < report.num_phases; ++p) {
+    t->phase_ms[p].push_back(report.phases[p].max_ns / 1e6);
+    t->phase_names[p] = report.phases[p].name;
+  }
+}
+
+// One iteration: create a team, destroy it; timed ones go to *t.  False when a call failed
+// (printed).
+bool run_iteration(const cohort_team_config_t &config, const Job &job, bool first, bool timed,
+                   Timings *t) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort_team_t team = nullptr;
+  const int64_t t0 = now_ns();
+  if (!check(cohort_team_create_mpi(MPI_COMM_WORLD, &config, &team), "team create")) return false;
+  const int64_t t1 = now_ns();
+  if (first) print_team(team, job.rank, job.ranks);
+  if (timed) add_phases(team, t);
+  const int64_t t2 = now_ns();
+  if (!check(cohort_team_destroy(team), "team destroy")) return false;
+  const int64_t t3 = now_ns();
+  double local[2] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6}, slowest[2];
+  MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (timed) {
+    t->create_ms.push_back(slowest[0]);
+    t->destroy_ms.push_back(slowest[1]);
+  }
+  return true;
+}
+
+void print_row(const char *operation, int ranks, const Stats &s) {
+  printf("  %-14s %6d %10.3f %10.3f %10.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
+}
+
+void print_results(const Timings &t, int ranks) {
+  printf("# %-14s %6s %10s %10s %10s\n", "operation", "ranks", "min (ms)", "median (ms)",
+         "max (ms)");
+  print_row("team-create", ranks, stats_of(t.create_ms));
+  print_row("team-destroy", ranks, stats_of(t.destroy_ms));
+  for (size_t p = 0; p < t.phase_ms.size(); ++p) {
+    print_row(t.phase_names[p], ranks, stats_of(t.phase_ms[p]));
+  }
+  printf("# team-create median over %zu iterations (slowest rank each): %.3f ms\n",
+         t.create_ms.size(), stats_of(t.create_ms).median_ms);
+}
+
+bool write_json(const TeamCreateOptions &opt, const Timings &t, int ranks) {
+  FILE *f = fopen(opt.json.c_str(), "w");
+  if (f == nullptr) {
+    perror(opt.json.c_str());
+    return false;
+  }
+  const Stats c = stats_of(t.create_ms), d = stats_of(t.destroy_ms);
+  fprintf(f,
+          "{\"benchmark\": \"team-create\", \"ranks\": %d, \"iterations\": %d, "
+          "\"create_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}, "
+          "\"destroy_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}}\n",
+          ranks, opt.iterations, c.min_ms, c.median_ms, c.max_ms, d.min_ms, d.median_ms, d.max_ms);
+  return fclose(f) == 0;
+}
+
 }  // namespace
 
 int run_team_create(const TeamCreateOptions &opt, const Job &job) {
-  const int rank = job.rank, size = job.ranks;
-  std::vector<double> create_ms, destroy_ms;
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   if (opt.host_only) config.cuda_device = COHORT_DEVICE_NONE;
-  std::vector<std::vector<double>> phase_ms;  // [phase][iteration]: slowest rank's time
-  std::vector<const char *> phase_names;
+  Timings timings;
+  progress_start(job.rank == 0);
   for (int it = -opt.warmup; it < opt.iterations; ++it) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    cohort_team_t team = nullptr;
-    int64_t t0 = cohort::now_ns();
-    if (!check(cohort_team_create_mpi(MPI_COMM_WORLD, &config, &team), "team create")) return 1;
-    int64_t t1 = cohort::now_ns();
-    if (it == -opt.warmup) print_team(team, rank, size);
-    cohort_init_report_t report;
-    if (it >= 0 && check(cohort_team_init_report(team, &report), "init report")) {
-      phase_ms.resize(report.num_phases);
-      phase_names.resize(report.num_phases);
-      for (int p = 0; p < report.num_phases; ++p) {
-        phase_ms[p].push_back(report.phases[p].max_ns / 1e6);
-        phase_names[p] = report.phases[p].name;
-      }
-    }
-    int64_t t2 = cohort::now_ns();
-    if (!check(cohort_team_destroy(team), "team destroy")) return 1;
-    int64_t t3 = cohort::now_ns();
-    double local[2] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6}, slowest[2];
-    MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (it < 0) continue;
-    create_ms.push_back(slowest[0]);
-    destroy_ms.push_back(slowest[1]);
-    if (rank == 0 && (it + 1) % 10 == 0) {
-      fprintf(stderr, "cohort_perf: %d/%d iterations\n", it + 1, opt.iterations);
-    }
+    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) return 1;
+    progress_show("team-create, " + std::to_string(std::max(it + 1, 0)) + "/" +
+                  std::to_string(opt.iterations) + " iterations");
   }
-  if (rank != 0) return 0;
-  Stats c = stats_of(create_ms), d = stats_of(destroy_ms);
-  printf("# %-14s %6s %10s %10s %10s\n", "operation", "ranks", "min ms", "median ms", "max ms");
-  printf("  %-14s %6d %10.3f %10.3f %10.3f\n", "team-create", size, c.min_ms, c.median_ms,
-         c.max_ms);
-  printf("  %-14s %6d %10.3f %10.3f %10.3f\n", "team-destroy", size, d.min_ms, d.median_ms,
-         d.max_ms);
-  for (size_t p = 0; p < phase_ms.size(); ++p) {
-    Stats ps = stats_of(phase_ms[p]);
-    printf("  %-14s %6d %10.3f %10.3f %10.3f\n", phase_names[p], size, ps.min_ms, ps.median_ms,
-           ps.max_ms);
-  }
-  printf("# team-create median over %d iterations (slowest rank each): %.3f ms\n", opt.iterations,
-         c.median_ms);
-  if (!opt.json.empty()) {
-    FILE *f = fopen(opt.json.c_str(), "w");
-    if (f == nullptr) {
-      perror(opt.json.c_str());
-      return 1;
-    }
-    fprintf(f,
-            "{\"benchmark\": \"team-create\", \"ranks\": %d, \"iterations\": %d, "
-            "\"create_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}, "
-            "\"destroy_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}}\n",
-            size, opt.iterations, c.min_ms, c.median_ms, c.max_ms, d.min_ms, d.median_ms, d.max_ms);
-    fclose(f);
-  }
-  return 0;
+  progress_clear();
+  if (job.rank != 0) return 0;
+  print_results(timings, job.ranks);
+  return opt.json.empty() || write_json(opt, timings, job.ranks) ? 0 : 1;
 }
 
 }  // namespace cohort::perf
