@@ -60,6 +60,21 @@ std::string format_time(double us) {
 
 double algbw_gbs(const Row &row, double us) { return us > 0 ? row.shape.bytes / (us * 1e3) : 0; }
 
+// A row that moves no data (count 0, or the barrier) has no bandwidth.
+bool moves_data(const Row &row) { return row.shape.bytes > 0; }
+
+// Cohort time / MPI time, which says nothing when neither moves data (count 0): the
+// barrier's, which synchronizes, is kept.
+bool has_ratio(const Row &row) { return moves_data(row) || row.collective == Collective::kBarrier; }
+
+// "%.2f" of a value, or "-" where it means nothing.
+std::string format_or_dash(bool meaningful, double value) {
+  if (!meaningful) return "-";
+  char text[32];
+  snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
 class Sweep {
  public:
   Sweep(const SweepOptions &opt, cohort::Team team, const Job &job)
@@ -219,7 +234,7 @@ void Sweep::print_header() const {
   printf("# cohort_perf: collective sweep on %d rank(s), %d node(s), host memory\n", size_,
          team_.node_count());
   printf(
-      "# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
+      "# minBytes %zu B maxBytes %zu B step: x%zu (factor) warmup iters: %d iters: %d "
       "validation: %d vs-mpi: %d\n",
       opt_.min_bytes, opt_.max_bytes, opt_.factor, opt_.warmup, opt_.iterations, opt_.check,
       opt_.vs_mpi);
@@ -287,24 +302,18 @@ void Sweep::print_row(const Row &row) const {
   for (int p = 0; p < kPlacements; ++p) {
     if (!(p == 0 ? opt_.out_of_place : opt_.in_place)) continue;
     const Measurement &m = row.runs[p];
-    char algbw[32], busbw[32], wrong[32];
     const double bw = algbw_gbs(row, m.time_us);
-    snprintf(algbw, sizeof algbw, "%.2f", bw);
-    snprintf(busbw, sizeof busbw, "%.2f", bw * busbw_factor(c, size_));
     // The barrier has no output to compare.
-    if (m.wrong < 0 || barrier) {
-      snprintf(wrong, sizeof wrong, "N/A");
-    } else {
-      snprintf(wrong, sizeof wrong, "%lld", m.wrong);
-    }
-    printf(kRunFormat, format_time(m.time_us).c_str(), algbw, busbw, wrong);
+    const std::string wrong = m.wrong < 0 || barrier ? "N/A" : std::to_string(m.wrong);
+    printf(kRunFormat, format_time(m.time_us).c_str(), format_or_dash(moves_data(row), bw).c_str(),
+           format_or_dash(moves_data(row), bw * busbw_factor(c, size_)).c_str(), wrong.c_str());
     if (!opt_.vs_mpi) continue;
     if (m.mpi_us < 0) {
       printf(kMpiFormat, "n/a", "n/a");
     } else {
-      char ratio[32];
-      snprintf(ratio, sizeof ratio, "%.2f", m.mpi_us > 0 ? m.time_us / m.mpi_us : 0);
-      printf(kMpiFormat, format_time(m.mpi_us).c_str(), ratio);
+      const bool ratio = has_ratio(row) && m.mpi_us > 0;
+      printf(kMpiFormat, format_time(m.mpi_us).c_str(),
+             format_or_dash(ratio, ratio ? m.time_us / m.mpi_us : 0).c_str());
     }
   }
   printf("\n");
@@ -323,9 +332,7 @@ void Sweep::print_summary(long long wrong) const {
   const Row *worst = nullptr;
   for (const Row &row : rows_) {
     const Measurement &m = row.runs[p];
-    // A count of 0 is no work for MPI: its ratio says nothing about moving data.
-    const bool empty = row.shape.count == 0 && row.collective != Collective::kBarrier;
-    if (m.mpi_us <= 0 || m.time_us <= 0 || empty) continue;
+    if (m.mpi_us <= 0 || m.time_us <= 0 || !has_ratio(row)) continue;
     const double ratio = m.time_us / m.mpi_us;
     log_ratio_sum += std::log(ratio);
     ++ratios;
@@ -336,12 +343,12 @@ void Sweep::print_summary(long long wrong) const {
   }
   printf("#\n");
   if (opt_.check) {
-    printf("# Wrong elements       : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+    printf("# Wrong elements          : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
   }
   if (ratios > 0) {
     printf(
-        "# Cohort/MPI time      : geometric mean %.2f over %d %s rows (count > 0); worst %.2f (%s, "
-        "%zu B)\n",
+        "# Cohort/MPI time (ratio) : geometric mean %.2f over %d %s rows with a ratio; worst %.2f "
+        "(%s, %zu B)\n",
         std::exp(log_ratio_sum / ratios), ratios, kPlacementNames[p], worst_ratio,
         coll::collective_name(worst->collective), worst->shape.bytes);
   }
@@ -401,14 +408,16 @@ int Sweep::finish() const {
   const int p = summary_placement(opt_);
   for (const Row &row : rows_) {
     for (const Measurement &m : row.runs) wrong += std::max(m.wrong, 0ll);
-    if (row.collective == Collective::kBarrier) continue;
+    if (!moves_data(row)) continue;
     busbw_sum += algbw_gbs(row, row.runs[p].time_us) * busbw_factor(row.collective, size_);
     ++busbw_rows;
   }
   print_summary(wrong);
   const bool json_ok = write_json();
   if (rank_ == 0) {
-    printf("# Avg bus bandwidth    : %g\n", busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0);
+    printf("# Avg bus bandwidth (GB/s): %.3f over %d %s rows (count > 0)\n",
+           busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0, busbw_rows,
+           kPlacementNames[summary_placement(opt_)]);
     fflush(stdout);
   }
   return wrong > 0 || !json_ok ? 1 : 0;

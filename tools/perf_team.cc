@@ -93,11 +93,11 @@ bool run_iteration(const cohort_team_config_t &config, const Job &job, bool firs
 }
 
 void print_row(const char *operation, int ranks, const Stats &s) {
-  printf("  %-14s %6d %10.3f %10.3f %10.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
+  printf("  %-14s %6d %11.3f %11.3f %11.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
 }
 
 void print_results(const Timings &t, int ranks) {
-  printf("# %-14s %6s %10s %10s %10s\n", "operation", "ranks", "min (ms)", "median (ms)",
+  printf("# %-14s %6s %11s %11s %11s\n", "operation", "ranks", "min (ms)", "median (ms)",
          "max (ms)");
   print_row("team-create", ranks, stats_of(t.create_ms));
   print_row("team-destroy", ranks, stats_of(t.destroy_ms));
