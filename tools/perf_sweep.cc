@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "perf_check.h"
 #include "perf_coll.h"
+#include "perf_json.h"
 #include "perf_progress.h"
 #include "coll/dtype.h"
 
@@ -97,6 +99,7 @@ class Sweep {
   void print_table_header(Collective c) const;
   void print_row(const Row &row) const;
   void print_summary(long long wrong) const;
+  nlohmann::ordered_json row_json(const Row &row, int placement) const;
   bool write_json() const;
 
   SweepOptions opt_;
@@ -354,51 +357,60 @@ void Sweep::print_summary(long long wrong) const {
   }
 }
 
+// One placement of a row, with the fields of the table; null where the table says "-",
+// "N/A" or "n/a".
+nlohmann::ordered_json Sweep::row_json(const Row &row, int p) const {
+  const Collective c = row.collective;
+  const Measurement &m = row.runs[p];
+  const double bw = algbw_gbs(row, m.time_us);
+  const auto or_null = [](bool meaningful, double value) {
+    return meaningful ? nlohmann::ordered_json(json_rounded(value, 6)) : nullptr;
+  };
+  nlohmann::ordered_json j;
+  j["collective"] = coll::collective_name(c);
+  j["size"] = row.shape.bytes;
+  j["count"] = row.shape.count;
+  j["type"] = c == Collective::kBarrier ? "none" : coll::dtype_name(opt_.dtype);
+  j["redop"] = reduces(c) ? coll::op_name(opt_.op) : "none";
+  j["root"] = rooted(c) ? opt_.root : -1;
+  j["placement"] = kPlacementNames[p];
+  j["time_us"] = json_rounded(m.time_us, 3);
+  j["algbw_gbs"] = or_null(moves_data(row), bw);
+  j["busbw_gbs"] = or_null(moves_data(row), bw * busbw_factor(c, size_));
+  j["wrong"] = m.wrong < 0 || c == Collective::kBarrier ? nullptr : nlohmann::ordered_json(m.wrong);
+  if (m.mpi_us >= 0) {
+    j["mpi_time_us"] = json_rounded(m.mpi_us, 3);
+    j["ratio"] = or_null(has_ratio(row) && m.mpi_us > 0, m.time_us / m.mpi_us);
+  } else if (m.mpi_na != nullptr) {
+    j["mpi_time_us"] = nullptr;
+    j["mpi_na"] = m.mpi_na;
+  }
+  return j;
+}
+
 bool Sweep::write_json() const {
   if (rank_ != 0 || opt_.json.empty()) return true;
-  FILE *f = fopen(opt_.json.c_str(), "w");
-  if (f == nullptr) {
-    perror(opt_.json.c_str());
-    return false;
-  }
-  fprintf(f,
-          "{\"benchmark\": \"collectives\", \"ranks\": %d, \"nodes\": %d, \"iterations\": %d, "
-          "\"warmup\": %d, \"check\": %s, \"vs_mpi\": %s, \"rows\": [",
-          size_, team_.node_count(), opt_.iterations, opt_.warmup, opt_.check ? "true" : "false",
-          opt_.vs_mpi ? "true" : "false");
-  const char *separator = "\n";
+  nlohmann::ordered_json doc = json_header("collectives", job_);
+  doc["nodes"] = team_.node_count();
+  doc["iterations"] = opt_.iterations;
+  doc["warmup"] = opt_.warmup;
+  doc["check"] = opt_.check;
+  doc["vs_mpi"] = opt_.vs_mpi;
+  doc["min_bytes"] = opt_.min_bytes;
+  doc["max_bytes"] = opt_.max_bytes;
+  doc["factor"] = opt_.factor;
+  doc["units"] = {{"size", "B"},         {"count", "elements"},
+                  {"time_us", "us"},     {"algbw_gbs", "GB/s"},
+                  {"busbw_gbs", "GB/s"}, {"wrong", "elements"},
+                  {"mpi_time_us", "us"}, {"ratio", "Cohort time / MPI time"}};
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Row &row : rows_) {
-    const Collective c = row.collective;
     for (int p = 0; p < kPlacements; ++p) {
-      const Measurement &m = row.runs[p];
-      if (m.time_us < 0) continue;
-      const double bw = algbw_gbs(row, m.time_us);
-      fprintf(f,
-              "%s  {\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
-              "\"redop\": \"%s\", \"root\": %d, \"placement\": \"%s\", \"time_us\": %.3f, "
-              "\"algbw_gbs\": %.6f, \"busbw_gbs\": %.6f, \"wrong\": ",
-              separator, coll::collective_name(c), row.shape.bytes, row.shape.count,
-              c == Collective::kBarrier ? "none" : coll::dtype_name(opt_.dtype),
-              reduces(c) ? coll::op_name(opt_.op) : "none", rooted(c) ? opt_.root : -1,
-              kPlacementNames[p], m.time_us, bw, bw * busbw_factor(c, size_));
-      if (m.wrong < 0 || c == Collective::kBarrier) {
-        fprintf(f, "null");
-      } else {
-        fprintf(f, "%lld", m.wrong);
-      }
-      if (m.mpi_us >= 0) {
-        fprintf(f, ", \"mpi_time_us\": %.3f, \"ratio\": %.6f}", m.mpi_us,
-                m.mpi_us > 0 ? m.time_us / m.mpi_us : 0);
-      } else if (m.mpi_na != nullptr) {
-        fprintf(f, ", \"mpi_time_us\": null, \"mpi_na\": \"%s\"}", m.mpi_na);
-      } else {
-        fprintf(f, "}");
-      }
-      separator = ",\n";
+      if (row.runs[p].time_us >= 0) rows.push_back(row_json(row, p));
     }
   }
-  fprintf(f, "\n]}\n");
-  return fclose(f) == 0;
+  doc["rows"] = std::move(rows);
+  return write_json_file(opt_.json, doc);
 }
 
 int Sweep::finish() const {

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cohort.h"
 #include "core/clock.h"
 #include "core/gpu_identity.h"
+#include "perf_json.h"
 #include "perf_progress.h"
 
 namespace cohort::perf {
@@ -108,19 +110,25 @@ void print_results(const Timings &t, int ranks) {
          t.create_ms.size(), stats_of(t.create_ms).median_ms);
 }
 
-bool write_json(const TeamCreateOptions &opt, const Timings &t, int ranks) {
-  FILE *f = fopen(opt.json.c_str(), "w");
-  if (f == nullptr) {
-    perror(opt.json.c_str());
-    return false;
-  }
-  const Stats c = stats_of(t.create_ms), d = stats_of(t.destroy_ms);
-  fprintf(f,
-          "{\"benchmark\": \"team-create\", \"ranks\": %d, \"iterations\": %d, "
-          "\"create_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}, "
-          "\"destroy_ms\": {\"min\": %.6f, \"median\": %.6f, \"max\": %.6f}}\n",
-          ranks, opt.iterations, c.min_ms, c.median_ms, c.max_ms, d.min_ms, d.median_ms, d.max_ms);
-  return fclose(f) == 0;
+nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
+  const Stats s = stats_of(ms);
+  return {{"min", json_rounded(s.min_ms, 6)},
+          {"median", json_rounded(s.median_ms, 6)},
+          {"max", json_rounded(s.max_ms, 6)}};
+}
+
+bool write_json(const TeamCreateOptions &opt, const Timings &t, const Job &job) {
+  nlohmann::ordered_json doc = json_header("team-create", job);
+  doc["iterations"] = opt.iterations;
+  doc["host_only"] = opt.host_only;
+  doc["units"] = {{"create_ms", "ms"}, {"destroy_ms", "ms"}, {"phases_ms", "ms"}};
+  doc["create_ms"] = stats_json(t.create_ms);
+  doc["destroy_ms"] = stats_json(t.destroy_ms);
+  nlohmann::ordered_json phases = nlohmann::ordered_json::object();
+  for (size_t p = 0; p < t.phase_ms.size(); ++p)
+    phases[t.phase_names[p]] = stats_json(t.phase_ms[p]);
+  doc["phases_ms"] = std::move(phases);
+  return write_json_file(opt.json, doc);
 }
 
 }  // namespace
@@ -139,7 +147,7 @@ int run_team_create(const TeamCreateOptions &opt, const Job &job) {
   progress_clear();
   if (job.rank != 0) return 0;
   print_results(timings, job.ranks);
-  return opt.json.empty() || write_json(opt, timings, job.ranks) ? 0 : 1;
+  return opt.json.empty() || write_json(opt, timings, job) ? 0 : 1;
 }
 
 }  // namespace cohort::perf
