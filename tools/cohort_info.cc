@@ -19,6 +19,7 @@
 #include "core/params.h"
 #include "tl/registry.h"
 #include "device_check.h"
+#include "tool_version.h"
 #include "topo/bandwidth.h"
 #include "topo/describe.h"
 #include "topo/detect.h"
@@ -39,6 +40,7 @@ void usage(FILE *out) {
           "usage: cohort_info [--build] [--params] [--testing-params] [--algorithms]\n"
           "                   [--device-check]\n"
           "                   [--topo [--topo-file F] [--nodes N] [--p2p-level LEVEL]]\n"
+          "       cohort_info --version\n"
           "  --build            version and build configuration\n"
           "  --params           every COHORT_* parameter: type, default, current value, doc\n"
           "  --testing-params   the parameters only Cohort's own tests set (fault injection)\n"
@@ -53,6 +55,8 @@ void usage(FILE *out) {
           "                     trees across hosts (default 1)\n"
           "  --p2p-level LEVEL  --topo with P2P up to LEVEL (AUTO, LOC, NVL, NVB, PIX, PXB, PHB,\n"
           "                     SYS; default: COHORT_P2P_LEVEL)\n"
+          "  --version          version, git revision, build configuration and NVIDIA driver,\n"
+          "                     as every Cohort tool prints it\n"
           "With no option: --build and --params.\n");
 }
 
@@ -239,6 +243,10 @@ int device_check() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (cohort::tools::asks_version(argc, argv)) {
+    cohort::tools::print_version("cohort_info");
+    return 0;
+  }
   bool build = false, params = false, device = false, topo = false, algorithms = false,
        testing = false;
   TopoArgs topo_args;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -15,13 +16,14 @@
 #include "core/clock.h"
 #include "perf_check.h"
 #include "perf_coll.h"
+#include "perf_json.h"
+#include "perf_progress.h"
 #include "coll/dtype.h"
 
 namespace cohort::perf {
 namespace {
 
-constexpr double kProgressAfterS = 10;  // a sweep this long reports each size on stderr
-constexpr int kPlacements = 2;          // 0: out of place, 1: in place
+constexpr int kPlacements = 2;  // 0: out of place, 1: in place
 const char *const kPlacementNames[kPlacements] = {"out-of-place", "in-place"};
 
 // One placement's results; negative / nullptr fields were not measured.
@@ -60,10 +62,25 @@ std::string format_time(double us) {
 
 double algbw_gbs(const Row &row, double us) { return us > 0 ? row.shape.bytes / (us * 1e3) : 0; }
 
+// A row that moves no data (count 0, or the barrier) has no bandwidth.
+bool moves_data(const Row &row) { return row.shape.bytes > 0; }
+
+// Cohort time / MPI time, which says nothing when neither moves data (count 0): the
+// barrier's, which synchronizes, is kept.
+bool has_ratio(const Row &row) { return moves_data(row) || row.collective == Collective::kBarrier; }
+
+// "%.2f" of a value, or "-" where it means nothing.
+std::string format_or_dash(bool meaningful, double value) {
+  if (!meaningful) return "-";
+  char text[32];
+  snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
 class Sweep {
  public:
-  Sweep(const SweepOptions &opt, cohort::Team team, int rank, int size)
-      : opt_(opt), team_(std::move(team)), rank_(rank), size_(size) {}
+  Sweep(const SweepOptions &opt, cohort::Team team, const Job &job)
+      : opt_(opt), team_(std::move(team)), job_(job), rank_(job.rank), size_(job.ranks) {}
 
   bool allocate_buffers();
   void print_header() const;
@@ -82,14 +99,15 @@ class Sweep {
   void print_table_header(Collective c) const;
   void print_row(const Row &row) const;
   void print_summary(long long wrong) const;
+  nlohmann::ordered_json row_json(const Row &row, int placement) const;
   bool write_json() const;
 
   SweepOptions opt_;
   cohort::Team team_;
+  Job job_;
   int rank_, size_;
   HostBuffer input_, output_, expected_;
   std::vector<Row> rows_;
-  int64_t start_ns_ = now_ns();
 };
 
 bool Sweep::allocate_buffers() {
@@ -119,6 +137,7 @@ double Sweep::time_loop(const Once &once) const {
 }
 
 void Sweep::fail(const Call &call, const char *who, const char *status, const char *detail) const {
+  progress_clear();
   fprintf(stderr, "cohort_perf: rank %d: %s %s of %zu %s elements (%s) failed: %s: %s\n", rank_,
           who, coll::collective_name(call.collective), call.count, coll::dtype_name(call.dtype),
           call.in_place ? "in place" : "out of place", status, detail);
@@ -187,11 +206,8 @@ void Sweep::run_collective(Collective c, const std::vector<size_t> &sizes, int *
   // The barrier moves no data: one row.
   const std::vector<size_t> barrier_sizes = {0};
   for (size_t bytes : c == Collective::kBarrier ? barrier_sizes : sizes) {
-    const double elapsed_s = (now_ns() - start_ns_) / 1e9;
-    if (rank_ == 0 && elapsed_s > kProgressAfterS) {
-      fprintf(stderr, "cohort_perf: [%d/%d] %s %zu B, %.1f s so far\n", *done + 1, total,
-              coll::collective_name(c), bytes, elapsed_s);
-    }
+    progress_show("[" + std::to_string(*done + 1) + "/" + std::to_string(total) + "] " +
+                  coll::collective_name(c) + " " + std::to_string(bytes) + " B");
     Row row;
     row.collective = c;
     row.shape = shape_of(c, bytes, elem_size, size_);
@@ -221,7 +237,7 @@ void Sweep::print_header() const {
   printf("# cohort_perf: collective sweep on %d rank(s), %d node(s), host memory\n", size_,
          team_.node_count());
   printf(
-      "# minBytes %zu maxBytes %zu step: %zu(factor) warmup iters: %d iters: %d "
+      "# minBytes %zu B maxBytes %zu B step: x%zu (factor) warmup iters: %d iters: %d "
       "validation: %d vs-mpi: %d\n",
       opt_.min_bytes, opt_.max_bytes, opt_.factor, opt_.warmup, opt_.iterations, opt_.check,
       opt_.vs_mpi);
@@ -278,6 +294,7 @@ void Sweep::print_table_header(Collective c) const {
 
 void Sweep::print_row(const Row &row) const {
   if (rank_ != 0) return;
+  progress_clear();
   const Collective c = row.collective;
   const bool barrier = c == Collective::kBarrier;
   char root[16];
@@ -288,24 +305,18 @@ void Sweep::print_row(const Row &row) const {
   for (int p = 0; p < kPlacements; ++p) {
     if (!(p == 0 ? opt_.out_of_place : opt_.in_place)) continue;
     const Measurement &m = row.runs[p];
-    char algbw[32], busbw[32], wrong[32];
     const double bw = algbw_gbs(row, m.time_us);
-    snprintf(algbw, sizeof algbw, "%.2f", bw);
-    snprintf(busbw, sizeof busbw, "%.2f", bw * busbw_factor(c, size_));
     // The barrier has no output to compare.
-    if (m.wrong < 0 || barrier) {
-      snprintf(wrong, sizeof wrong, "N/A");
-    } else {
-      snprintf(wrong, sizeof wrong, "%lld", m.wrong);
-    }
-    printf(kRunFormat, format_time(m.time_us).c_str(), algbw, busbw, wrong);
+    const std::string wrong = m.wrong < 0 || barrier ? "N/A" : std::to_string(m.wrong);
+    printf(kRunFormat, format_time(m.time_us).c_str(), format_or_dash(moves_data(row), bw).c_str(),
+           format_or_dash(moves_data(row), bw * busbw_factor(c, size_)).c_str(), wrong.c_str());
     if (!opt_.vs_mpi) continue;
     if (m.mpi_us < 0) {
       printf(kMpiFormat, "n/a", "n/a");
     } else {
-      char ratio[32];
-      snprintf(ratio, sizeof ratio, "%.2f", m.mpi_us > 0 ? m.time_us / m.mpi_us : 0);
-      printf(kMpiFormat, format_time(m.mpi_us).c_str(), ratio);
+      const bool ratio = has_ratio(row) && m.mpi_us > 0;
+      printf(kMpiFormat, format_time(m.mpi_us).c_str(),
+             format_or_dash(ratio, ratio ? m.time_us / m.mpi_us : 0).c_str());
     }
   }
   printf("\n");
@@ -324,9 +335,7 @@ void Sweep::print_summary(long long wrong) const {
   const Row *worst = nullptr;
   for (const Row &row : rows_) {
     const Measurement &m = row.runs[p];
-    // A count of 0 is no work for MPI: its ratio says nothing about moving data.
-    const bool empty = row.shape.count == 0 && row.collective != Collective::kBarrier;
-    if (m.mpi_us <= 0 || m.time_us <= 0 || empty) continue;
+    if (m.mpi_us <= 0 || m.time_us <= 0 || !has_ratio(row)) continue;
     const double ratio = m.time_us / m.mpi_us;
     log_ratio_sum += std::log(ratio);
     ++ratios;
@@ -337,62 +346,71 @@ void Sweep::print_summary(long long wrong) const {
   }
   printf("#\n");
   if (opt_.check) {
-    printf("# Wrong elements       : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
+    printf("# Wrong elements          : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
   }
   if (ratios > 0) {
     printf(
-        "# Cohort/MPI time      : geometric mean %.2f over %d %s rows (count > 0); worst %.2f (%s, "
-        "%zu B)\n",
+        "# Cohort/MPI time (ratio) : geometric mean %.2f over %d %s rows with a ratio; worst %.2f "
+        "(%s, %zu B)\n",
         std::exp(log_ratio_sum / ratios), ratios, kPlacementNames[p], worst_ratio,
         coll::collective_name(worst->collective), worst->shape.bytes);
   }
 }
 
+// One placement of a row, with the fields of the table; null where the table says "-",
+// "N/A" or "n/a".
+nlohmann::ordered_json Sweep::row_json(const Row &row, int p) const {
+  const Collective c = row.collective;
+  const Measurement &m = row.runs[p];
+  const double bw = algbw_gbs(row, m.time_us);
+  const auto or_null = [](bool meaningful, double value) {
+    return meaningful ? nlohmann::ordered_json(json_rounded(value, 6)) : nullptr;
+  };
+  nlohmann::ordered_json j;
+  j["collective"] = coll::collective_name(c);
+  j["size"] = row.shape.bytes;
+  j["count"] = row.shape.count;
+  j["type"] = c == Collective::kBarrier ? "none" : coll::dtype_name(opt_.dtype);
+  j["redop"] = reduces(c) ? coll::op_name(opt_.op) : "none";
+  j["root"] = rooted(c) ? opt_.root : -1;
+  j["placement"] = kPlacementNames[p];
+  j["time_us"] = json_rounded(m.time_us, 3);
+  j["algbw_gbs"] = or_null(moves_data(row), bw);
+  j["busbw_gbs"] = or_null(moves_data(row), bw * busbw_factor(c, size_));
+  j["wrong"] = m.wrong < 0 || c == Collective::kBarrier ? nullptr : nlohmann::ordered_json(m.wrong);
+  if (m.mpi_us >= 0) {
+    j["mpi_time_us"] = json_rounded(m.mpi_us, 3);
+    j["ratio"] = or_null(has_ratio(row) && m.mpi_us > 0, m.time_us / m.mpi_us);
+  } else if (m.mpi_na != nullptr) {
+    j["mpi_time_us"] = nullptr;
+    j["mpi_na"] = m.mpi_na;
+  }
+  return j;
+}
+
 bool Sweep::write_json() const {
   if (rank_ != 0 || opt_.json.empty()) return true;
-  FILE *f = fopen(opt_.json.c_str(), "w");
-  if (f == nullptr) {
-    perror(opt_.json.c_str());
-    return false;
-  }
-  fprintf(f,
-          "{\"benchmark\": \"collectives\", \"ranks\": %d, \"nodes\": %d, \"iterations\": %d, "
-          "\"warmup\": %d, \"check\": %s, \"vs_mpi\": %s, \"rows\": [",
-          size_, team_.node_count(), opt_.iterations, opt_.warmup, opt_.check ? "true" : "false",
-          opt_.vs_mpi ? "true" : "false");
-  const char *separator = "\n";
+  nlohmann::ordered_json doc = json_header("collectives", job_);
+  doc["nodes"] = team_.node_count();
+  doc["iterations"] = opt_.iterations;
+  doc["warmup"] = opt_.warmup;
+  doc["check"] = opt_.check;
+  doc["vs_mpi"] = opt_.vs_mpi;
+  doc["min_bytes"] = opt_.min_bytes;
+  doc["max_bytes"] = opt_.max_bytes;
+  doc["factor"] = opt_.factor;
+  doc["units"] = {{"size", "B"},         {"count", "elements"},
+                  {"time_us", "us"},     {"algbw_gbs", "GB/s"},
+                  {"busbw_gbs", "GB/s"}, {"wrong", "elements"},
+                  {"mpi_time_us", "us"}, {"ratio", "Cohort time / MPI time"}};
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Row &row : rows_) {
-    const Collective c = row.collective;
     for (int p = 0; p < kPlacements; ++p) {
-      const Measurement &m = row.runs[p];
-      if (m.time_us < 0) continue;
-      const double bw = algbw_gbs(row, m.time_us);
-      fprintf(f,
-              "%s  {\"collective\": \"%s\", \"size\": %zu, \"count\": %zu, \"type\": \"%s\", "
-              "\"redop\": \"%s\", \"root\": %d, \"placement\": \"%s\", \"time_us\": %.3f, "
-              "\"algbw_gbs\": %.6f, \"busbw_gbs\": %.6f, \"wrong\": ",
-              separator, coll::collective_name(c), row.shape.bytes, row.shape.count,
-              c == Collective::kBarrier ? "none" : coll::dtype_name(opt_.dtype),
-              reduces(c) ? coll::op_name(opt_.op) : "none", rooted(c) ? opt_.root : -1,
-              kPlacementNames[p], m.time_us, bw, bw * busbw_factor(c, size_));
-      if (m.wrong < 0 || c == Collective::kBarrier) {
-        fprintf(f, "null");
-      } else {
-        fprintf(f, "%lld", m.wrong);
-      }
-      if (m.mpi_us >= 0) {
-        fprintf(f, ", \"mpi_time_us\": %.3f, \"ratio\": %.6f}", m.mpi_us,
-                m.mpi_us > 0 ? m.time_us / m.mpi_us : 0);
-      } else if (m.mpi_na != nullptr) {
-        fprintf(f, ", \"mpi_time_us\": null, \"mpi_na\": \"%s\"}", m.mpi_na);
-      } else {
-        fprintf(f, "}");
-      }
-      separator = ",\n";
+      if (row.runs[p].time_us >= 0) rows.push_back(row_json(row, p));
     }
   }
-  fprintf(f, "\n]}\n");
-  return fclose(f) == 0;
+  doc["rows"] = std::move(rows);
+  return write_json_file(opt_.json, doc);
 }
 
 int Sweep::finish() const {
@@ -402,14 +420,16 @@ int Sweep::finish() const {
   const int p = summary_placement(opt_);
   for (const Row &row : rows_) {
     for (const Measurement &m : row.runs) wrong += std::max(m.wrong, 0ll);
-    if (row.collective == Collective::kBarrier) continue;
+    if (!moves_data(row)) continue;
     busbw_sum += algbw_gbs(row, row.runs[p].time_us) * busbw_factor(row.collective, size_);
     ++busbw_rows;
   }
   print_summary(wrong);
   const bool json_ok = write_json();
   if (rank_ == 0) {
-    printf("# Avg bus bandwidth    : %g\n", busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0);
+    printf("# Avg bus bandwidth (GB/s): %.3f over %d %s rows (count > 0)\n",
+           busbw_rows > 0 ? busbw_sum / busbw_rows : 0.0, busbw_rows,
+           kPlacementNames[summary_placement(opt_)]);
     fflush(stdout);
   }
   return wrong > 0 || !json_ok ? 1 : 0;
@@ -426,7 +446,7 @@ std::vector<size_t> sweep_sizes(const SweepOptions &opt) {
   return sizes;
 }
 
-int run_sweep(const SweepOptions &opt, int rank, int size) {
+int run_sweep(const SweepOptions &opt, const Job &job) {
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.cuda_device = COHORT_DEVICE_NONE;  // host buffers
@@ -436,10 +456,11 @@ int run_sweep(const SweepOptions &opt, int rank, int size) {
     team = cohort::Team(MPI_COMM_WORLD, &config);
   } catch (const cohort::Error &e) {
     // Every rank gets the same outcome; one message is enough.
-    if (rank == 0) fprintf(stderr, "cohort_perf: team create: %s\n", e.what());
+    if (job.rank == 0) fprintf(stderr, "cohort_perf: team create: %s\n", e.what());
     return 1;
   }
-  Sweep sweep(opt, std::move(team), rank, size);
+  Sweep sweep(opt, std::move(team), job);
+  progress_start(job.rank == 0);
   if (!sweep.allocate_buffers()) return 1;
   sweep.print_header();
   const std::vector<size_t> sizes = sweep_sizes(opt);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cohort.h"
+#include "perf_job.h"
 #include "coll/schedule.h"
 
 namespace cohort::perf {
@@ -36,6 +37,6 @@ std::vector<size_t> sweep_sizes(const SweepOptions &opt);
 // team could not be created, --check found wrong elements, or the JSON file could not be
 // written.  A collective that fails prints its error and aborts the job (its peers would
 // otherwise wait in it until COHORT_COLL_TIMEOUT).
-int run_sweep(const SweepOptions &opt, int rank, int size);
+int run_sweep(const SweepOptions &opt, const Job &job);
 
 }  // namespace cohort::perf

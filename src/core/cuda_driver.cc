@@ -23,6 +23,13 @@ using CuInit = CuResult (*)(unsigned);
 using CuDeviceGetCount = CuResult (*)(int *);
 using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t);
 using CuCtxGetCurrent = CuResult (*)(void **);
+using CuDriverGetVersion = CuResult (*)(int *);
+
+// libcuda.so.1, loaded once; nullptr on a machine without an NVIDIA driver.
+void *driver_library() {
+  static void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  return lib;
+}
 
 class HostOnly final : public MemoryKindDetector {
  public:
@@ -61,7 +68,7 @@ class CudaDriver final : public MemoryKindDetector {
 // Loads the driver once; a machine without it (or without a device) gets HostOnly.
 MemoryKindDetector &default_detector() {
   static MemoryKindDetector *detector = []() -> MemoryKindDetector * {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *lib = driver_library();
     if (lib == nullptr) return new HostOnly;
     auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
     auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
@@ -87,6 +94,14 @@ MemoryKindDetector &memory_kind_detector() {
 }
 
 void set_memory_kind_detector(MemoryKindDetector *detector) { g_injected = detector; }
+
+int cuda_driver_version() {
+  void *lib = driver_library();
+  auto get = lib ? reinterpret_cast<CuDriverGetVersion>(dlsym(lib, "cuDriverGetVersion")) : nullptr;
+  int version = 0;
+  if (get == nullptr || get(&version) != kCudaSuccess) return 0;
+  return version;
+}
 
 }  // namespace cohort
 

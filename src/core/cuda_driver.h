@@ -25,6 +25,10 @@ MemoryKindDetector &memory_kind_detector();
 // Replaces the detector (tests); nullptr restores the default.  Not thread-safe.
 void set_memory_kind_detector(MemoryKindDetector *detector);
 
+// The CUDA version the installed driver supports (cuDriverGetVersion: 12040 for 12.4), or 0
+// when libcuda.so.1 is absent (no NVIDIA driver).
+int cuda_driver_version();
+
 // True for memory the CPU can read and write (every kind but CUDA device memory).
 inline bool host_accessible(cohort_memory_kind_t kind) { return kind != COHORT_MEMORY_CUDA_DEVICE; }
 

@@ -1,0 +1,35 @@
+// Where cohort_perf runs: this rank, the job's size, its hosts, and how many ranks share the
+// cores of the busiest host.  Ranks that outnumber their cores take turns on them, so the
+// times measure the scheduler as much as Cohort: rank 0 warns.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace cohort::perf {
+
+struct HostLoad {
+  int hosts = 1;                 // hosts of the job (MPI shared-memory domains)
+  int oversubscribed_hosts = 0;  // hosts whose ranks outnumber their cores
+  // The host with the most ranks per core (the lowest rank's host among equals):
+  int ranks = 1;  // its ranks
+  int cores = 1;  // the cores they may run on: the union of their affinity masks
+  std::string host;
+  bool oversubscribed() const { return ranks > cores; }
+};
+
+struct Job {
+  int rank = 0;
+  int ranks = 1;
+  HostLoad load;
+};
+
+// Collective over comm: every rank gets the same load.
+Job job_of(MPI_Comm comm);
+
+// "4 ranks share 2 cores on host H: timings and ratios are not meaningful", or "" when every
+// host has a core per rank.
+std::string oversubscription_warning(const HostLoad &load);
+
+}  // namespace cohort::perf

@@ -1,0 +1,153 @@
+#include "perf_team.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "core/clock.h"
+#include "core/gpu_identity.h"
+#include "perf_json.h"
+#include "perf_progress.h"
+
+namespace cohort::perf {
+namespace {
+
+bool check(cohort_status_t s, const char *what) {
+  if (s == COHORT_SUCCESS) return true;
+  progress_clear();
+  fprintf(stderr, "cohort_perf: %s: %s: %s\n", what, cohort_status_string(s), cohort_last_error());
+  return false;
+}
+
+void print_team(cohort_team_t team, int rank, int size) {
+  if (rank != 0) return;
+  int nodes = 0;
+  cohort_team_node_count(team, &nodes);
+  printf("# team: %d ranks on %d node(s)\n", size, nodes);
+  printf("# %5s %-16s %5s %6s %8s %5s %-13s %-40s %5s\n", "rank", "host", "node", "local", "pid",
+         "cuda", "bus id", "gpu uuid", "numa");
+  for (int r = 0; r < size; ++r) {
+    cohort_peer_info_t p;
+    if (!check(cohort_team_peer_info(team, r, &p), "peer_info")) return;
+    printf("# %5d %-16s %5d %6d %8d %5d %-13s %-40s %5d\n", r, p.hostname, p.node_index,
+           p.local_rank, p.pid, p.cuda_device, p.bus_id[0] ? p.bus_id : "-",
+           p.cuda_device >= 0 ? cohort::format_uuid(p.uuid).c_str() : "-", p.numa_node);
+  }
+  char report[4096];
+  if (check(cohort_team_init_report_format(team, report, sizeof(report)), "init report")) {
+    printf("# first team's %s", report);
+  }
+}
+
+struct Stats {
+  double min_ms, median_ms, max_ms;
+};
+
+Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v.front(), v[(v.size() - 1) / 2], v.back()};
+}
+
+// The slowest rank's time of every timed iteration, in ms.
+struct Timings {
+  std::vector<double> create_ms, destroy_ms;
+  std::vector<std::vector<double>> phase_ms;  // [phase][iteration]
+  std::vector<const char *> phase_names;
+};
+
+void add_phases(cohort_team_t team, Timings *t) {
+  cohort_init_report_t report;
+  if (!check(cohort_team_init_report(team, &report), "init report")) return;
+  t->phase_ms.resize(report.num_phases);
+  t->phase_names.resize(report.num_phases);
+  for (int p = 0; p < report.num_phases; ++p) {
+    t->phase_ms[p].push_back(report.phases[p].max_ns / 1e6);
+    t->phase_names[p] = report.phases[p].name;
+  }
+}
+
+// One iteration: create a team, destroy it; timed ones go to *t.  False when a call failed
+// (printed).
+bool run_iteration(const cohort_team_config_t &config, const Job &job, bool first, bool timed,
+                   Timings *t) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  cohort_team_t team = nullptr;
+  const int64_t t0 = now_ns();
+  if (!check(cohort_team_create_mpi(MPI_COMM_WORLD, &config, &team), "team create")) return false;
+  const int64_t t1 = now_ns();
+  if (first) print_team(team, job.rank, job.ranks);
+  if (timed) add_phases(team, t);
+  const int64_t t2 = now_ns();
+  if (!check(cohort_team_destroy(team), "team destroy")) return false;
+  const int64_t t3 = now_ns();
+  double local[2] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6}, slowest[2];
+  MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (timed) {
+    t->create_ms.push_back(slowest[0]);
+    t->destroy_ms.push_back(slowest[1]);
+  }
+  return true;
+}
+
+void print_row(const char *operation, int ranks, const Stats &s) {
+  printf("  %-14s %6d %11.3f %11.3f %11.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
+}
+
+void print_results(const Timings &t, int ranks) {
+  printf("# %-14s %6s %11s %11s %11s\n", "operation", "ranks", "min (ms)", "median (ms)",
+         "max (ms)");
+  print_row("team-create", ranks, stats_of(t.create_ms));
+  print_row("team-destroy", ranks, stats_of(t.destroy_ms));
+  for (size_t p = 0; p < t.phase_ms.size(); ++p) {
+    print_row(t.phase_names[p], ranks, stats_of(t.phase_ms[p]));
+  }
+  printf("# team-create median over %zu iterations (slowest rank each): %.3f ms\n",
+         t.create_ms.size(), stats_of(t.create_ms).median_ms);
+}
+
+nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
+  const Stats s = stats_of(ms);
+  return {{"min", json_rounded(s.min_ms, 6)},
+          {"median", json_rounded(s.median_ms, 6)},
+          {"max", json_rounded(s.max_ms, 6)}};
+}
+
+bool write_json(const TeamCreateOptions &opt, const Timings &t, const Job &job) {
+  nlohmann::ordered_json doc = json_header("team-create", job);
+  doc["iterations"] = opt.iterations;
+  doc["host_only"] = opt.host_only;
+  doc["units"] = {{"create_ms", "ms"}, {"destroy_ms", "ms"}, {"phases_ms", "ms"}};
+  doc["create_ms"] = stats_json(t.create_ms);
+  doc["destroy_ms"] = stats_json(t.destroy_ms);
+  nlohmann::ordered_json phases = nlohmann::ordered_json::object();
+  for (size_t p = 0; p < t.phase_ms.size(); ++p)
+    phases[t.phase_names[p]] = stats_json(t.phase_ms[p]);
+  doc["phases_ms"] = std::move(phases);
+  return write_json_file(opt.json, doc);
+}
+
+}  // namespace
+
+int run_team_create(const TeamCreateOptions &opt, const Job &job) {
+  cohort_team_config_t config;
+  cohort_team_config_init(&config);
+  if (opt.host_only) config.cuda_device = COHORT_DEVICE_NONE;
+  Timings timings;
+  progress_start(job.rank == 0);
+  for (int it = -opt.warmup; it < opt.iterations; ++it) {
+    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) return 1;
+    progress_show("team-create, " + std::to_string(std::max(it + 1, 0)) + "/" +
+                  std::to_string(opt.iterations) + " iterations");
+  }
+  progress_clear();
+  if (job.rank != 0) return 0;
+  print_results(timings, job.ranks);
+  return opt.json.empty() || write_json(opt, timings, job) ? 0 : 1;
+}
+
+}  // namespace cohort::perf
