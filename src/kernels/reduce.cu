@@ -113,7 +113,7 @@ cudaError_t launch_copy(const CopyArgs &args, cudaStream_t stream) {
   const void *src = args.src;
   size_t bytes = args.bytes;
   void *params[] = {&dst, &src, &bytes};
-  return cudaLaunchKernel(kernel, grid, block, params, 0, stream);
+  return cudaLaunchKernel(&copy_kernel, grid, block, params, 0, stream);
 }
 
 cudaError_t launch_reduce(const ReduceArgs &args, cudaStream_t stream) {
@@ -134,7 +134,8 @@ cudaError_t launch_reduce(const ReduceArgs &args, cudaStream_t stream) {
                        stream);
   }
   const int dtype = static_cast<int>(args.dtype), op = static_cast<int>(args.op);
-  const void *kernel = reinterpret_cast<const void *>(kReduceKernels[dtype][op]);
+  const ReduceKernel kernel_fn = kReduceKernels[dtype][op];
+  const void *kernel = reinterpret_cast<const void *>(kernel_fn);
   dim3 grid, block;
   cudaError_t err = grid_for(kernel, &reduce_occupancy[dtype][op], args.shape, args.count * size,
                              &grid, &block);
@@ -146,7 +147,7 @@ cudaError_t launch_reduce(const ReduceArgs &args, cudaStream_t stream) {
   operands.count = args.count;
   operands.divisor = args.op == RedOp::kAvg ? args.avg_divisor : 1;
   void *params[] = {&operands};
-  return cudaLaunchKernel(kernel, grid, block, params, 0, stream);
+  return cudaLaunchKernel(kernel_fn, grid, block, params, 0, stream);
 }
 
 }  // namespace cohort::kernels

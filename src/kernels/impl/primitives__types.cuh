@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "types.h"
@@ -126,8 +127,10 @@ struct Fp16Format {
   }
   // Two at once: one conversion instruction for the pair where the chip has one (sm_80+).
   static __device__ __forceinline__ uint32_t narrow2(float lo, float hi) {
-    __half2 pair = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&pair);
+    const __half2 pair = __floats2half2_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &pair, sizeof bits);
+    return bits;
   }
 };
 
@@ -141,8 +144,10 @@ struct Bf16Format {
     return __bfloat16_as_ushort(__float2bfloat16_rn(x));
   }
   static __device__ __forceinline__ uint32_t narrow2(float lo, float hi) {
-    __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&pair);
+    const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+    uint32_t bits;
+    memcpy(&bits, &pair, sizeof bits);
+    return bits;
   }
 };
 
