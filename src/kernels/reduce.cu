@@ -56,9 +56,12 @@ const std::array<std::array<ReduceKernel, kNumRedOps>, kNumDTypes> kReduceKernel
     kernels_of<DType::kFloat64>(),
 };
 
+// Thread indices are 32-bit in the primitives (ThreadGroup): a grid stays under 2^31 threads.
 bool shape_valid(const LaunchShape &shape) {
   return shape.blocks >= 0 && shape.threads >= 0 && shape.threads <= kMaxThreads &&
-         shape.threads % 32 == 0;
+         shape.threads % 32 == 0 &&
+         static_cast<int64_t>(shape.blocks) * (shape.threads ? shape.threads : kDefaultThreads) <=
+             INT32_MAX;
 }
 
 // Blocks of `kernel` that fit on the current device at once, per multiprocessor, for the

@@ -11,7 +11,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,33 +78,37 @@ double median_ms(const Options &options, const std::function<void()> &run) {
   return times[times.size() / 2];
 }
 
-// Random finite values: fp32 in +-[2^-4, 2^4), bf16 the same rounded; a xorshift keeps 1 GiB
-// quick to fill.
+// Random finite values: fp32 in +-[2^-4, 2^4) built from random bits (a xorshift keeps 1 GiB
+// quick to fill), bf16 the same rounded.
 void fill(DType dtype, std::vector<unsigned char> *host, uint64_t seed) {
   uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
-  auto next = [&state] {
+  auto value = [&state] {
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
-    return state;
-  };
-  auto value = [&](uint64_t r) {
-    float mantissa = 1.0f + static_cast<float>(r & 0xffffff) / 16777216.0f;
-    return std::ldexp((r >> 63) ? -mantissa : mantissa, static_cast<int>((r >> 24) % 8) - 4);
+    const uint32_t bits = static_cast<uint32_t>(state >> 63) << 31 |
+                          static_cast<uint32_t>(123 + (state >> 24) % 8) << 23 |
+                          static_cast<uint32_t>(state & 0x7fffff);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
   };
   if (dtype == DType::kFloat32) {
     auto *f = reinterpret_cast<float *>(host->data());
-    for (size_t i = 0; i < host->size() / 4; ++i) f[i] = value(next());
+    for (size_t i = 0; i < host->size() / 4; ++i) f[i] = value();
   } else {
     auto *h = reinterpret_cast<uint16_t *>(host->data());
-    for (size_t i = 0; i < host->size() / 2; ++i) h[i] = cohort::tl_host::float_to_bf16(value(next()));
+    for (size_t i = 0; i < host->size() / 2; ++i) h[i] = cohort::tl_host::float_to_bf16(value());
   }
 }
+
+// Two sets of values alternate among the inputs (filling 1 GiB takes a second or two).
+constexpr int kValueSets = 2;
 
 struct Buffers {
   unsigned char *in[kMaxReduceInputs] = {};
   unsigned char *out = nullptr;
-  std::vector<unsigned char> host[kMaxReduceInputs];  // what in[k] holds
+  std::vector<unsigned char> host[kValueSets];  // in[k] holds host[k % kValueSets]
 };
 
 struct Table {
@@ -134,7 +137,7 @@ bool spot_check(DType dtype, const Buffers &buffers, size_t dst_offset, size_t s
     for (size_t i = start; i < start + window; ++i) {
       float acc = 0;
       for (int k = 0; k < nsrcs; ++k) {
-        const unsigned char *p = buffers.host[k].data() + src_offset + i * size;
+        const unsigned char *p = buffers.host[k % kValueSets].data() + src_offset + i * size;
         float v;
         if (dtype == DType::kFloat32) {
           std::memcpy(&v, p, 4);
@@ -244,10 +247,13 @@ int main(int argc, char **argv) {
   for (DType dtype : {DType::kFloat32, DType::kBfloat16}) {
     const char *type = dtype == DType::kFloat32 ? "fp32" : "bf16";
     const size_t count = size / (dtype == DType::kFloat32 ? 4 : 2);
+    for (int set = 0; set < kValueSets; ++set) {
+      buffers.host[set].resize(size);
+      fill(dtype, &buffers.host[set], 100 + set);
+    }
     for (int k = 0; k < kMaxReduceInputs; ++k) {
-      buffers.host[k].resize(size);
-      fill(dtype, &buffers.host[k], 100 + k);
-      CUDA_CHECK(cudaMemcpy(buffers.in[k], buffers.host[k].data(), size, cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(buffers.in[k], buffers.host[k % kValueSets].data(), size,
+                            cudaMemcpyHostToDevice));
     }
     struct Layout {
       const char *name;
