@@ -31,9 +31,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <class Fmt, class Op>
 __global__ void __launch_bounds__(kMaxThreads)
     reduce_kernel(const __grid_constant__ KernelOperands operands) {
-  detail::Reduction<Fmt, Op>::run(grid_threads(),
-                                  ReduceOperands{operands.dst, operands.srcs, operands.nsrcs,
-                                                 operands.count, operands.divisor});
+  detail::Reduction<Fmt, Op>::run(
+      grid_threads(), ReduceOperands{operands.dst, operands.srcs, operands.nsrcs, operands.count,
+                                     operands.divisor});
 }
 
 using ReduceKernel = void (*)(KernelOperands);
@@ -88,7 +88,8 @@ cudaError_t grid_for(const void *kernel, std::atomic<int> *cache, const LaunchSh
   if (blocks == 0) {
     int device = 0, sms = 0;
     cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err != cudaSuccess) return err;
     const size_t wanted = (bytes / detail::kPackBytes + threads - 1) / threads;
     const size_t resident = static_cast<size_t>(sms) * blocks_per_sm(kernel, cache, threads);
@@ -133,15 +134,16 @@ cudaError_t launch_reduce(const ReduceArgs &args, cudaStream_t stream) {
     if (args.srcs[k] == nullptr) return cudaErrorInvalidValue;
   }
   if (args.nsrcs == 1 && args.op != RedOp::kAvg) {
-    return launch_copy({.dst = args.dst, .src = args.srcs[0], .bytes = args.count * size, .shape = args.shape},
-                       stream);
+    return launch_copy(
+        {.dst = args.dst, .src = args.srcs[0], .bytes = args.count * size, .shape = args.shape},
+        stream);
   }
   const int dtype = static_cast<int>(args.dtype), op = static_cast<int>(args.op);
   const ReduceKernel kernel_fn = kReduceKernels[dtype][op];
   const void *kernel = reinterpret_cast<const void *>(kernel_fn);
   dim3 grid, block;
-  cudaError_t err = grid_for(kernel, &reduce_occupancy[dtype][op], args.shape, args.count * size,
-                             &grid, &block);
+  cudaError_t err =
+      grid_for(kernel, &reduce_occupancy[dtype][op], args.shape, args.count * size, &grid, &block);
   if (err != cudaSuccess) return err;
   KernelOperands operands{};
   operands.dst = args.dst;

@@ -35,7 +35,7 @@ cudaError_t launch_copy(const CopyArgs &args, cudaStream_t stream);
 struct ReduceArgs {
   void *dst = nullptr;  // may be exactly one of srcs; no other overlap
   const void *srcs[kMaxReduceInputs] = {};
-  int nsrcs = 0;  // 1 .. kMaxReduceInputs
+  int nsrcs = 0;     // 1 .. kMaxReduceInputs
   size_t count = 0;  // elements
   DType dtype = DType::kFloat32;
   RedOp op = RedOp::kSum;

@@ -30,14 +30,14 @@ using cohort::kernels::LaunchShape;
 using cohort::kernels::RedOp;
 using cohort::kernels::ReduceArgs;
 
-#define CUDA_CHECK(call)                                                                    \
-  do {                                                                                      \
-    cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
-                   cudaGetErrorString(err_));                                               \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+#define CUDA_CHECK(call)                                                 \
+  do {                                                                   \
+    cudaError_t err_ = (call);                                           \
+    if (err_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(err_));                            \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
 // cudaMalloc for byte pointers (cuda_runtime_api.h has only the void ** form).
@@ -169,14 +169,19 @@ int parse(int argc, char **argv, Options *options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N]\n");
+      std::fprintf(stderr,
+                   "usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N]\n");
       return 2;
     }
     long long value = std::atoll(argv[++i]);
-    if (arg == "--bytes" && value >= 4096) options->bytes = static_cast<size_t>(value) / 16 * 16;
-    else if (arg == "--reps" && value >= 1) options->reps = static_cast<int>(value);
-    else if (arg == "--blocks" && value >= 0) options->shape.blocks = static_cast<int>(value);
-    else if (arg == "--threads" && value >= 0) options->shape.threads = static_cast<int>(value);
+    if (arg == "--bytes" && value >= 4096)
+      options->bytes = static_cast<size_t>(value) / 16 * 16;
+    else if (arg == "--reps" && value >= 1)
+      options->reps = static_cast<int>(value);
+    else if (arg == "--blocks" && value >= 0)
+      options->shape.blocks = static_cast<int>(value);
+    else if (arg == "--threads" && value >= 0)
+      options->shape.threads = static_cast<int>(value);
     else {
       std::fprintf(stderr, "kernel_bench: bad argument %s %s\n", arg.c_str(), argv[i]);
       return 2;
@@ -205,15 +210,18 @@ int main(int argc, char **argv) {
   CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
   CUDA_CHECK(cudaDriverGetVersion(&driver));
   CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  std::printf("GPU: %s (sm_%d%d, %d SMs, SM clock %d MHz, memory clock %d MHz, %d-bit bus), "
-              "driver %d, runtime %d\n",
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount, sm_khz / 1000,
-              mem_khz / 1000, bus_bits, driver, runtime);
-  std::printf("buffers of %zu bytes; median of %d reps after %d warm-ups; grid %s\n\n",
-              options.bytes, options.reps, kWarmups,
-              options.shape.blocks || options.shape.threads
-                  ? (std::to_string(options.shape.blocks) + "x" + std::to_string(options.shape.threads)).c_str()
-                  : "chosen by the launcher");
+  std::printf(
+      "GPU: %s (sm_%d%d, %d SMs, SM clock %d MHz, memory clock %d MHz, %d-bit bus), "
+      "driver %d, runtime %d\n",
+      prop.name, prop.major, prop.minor, prop.multiProcessorCount, sm_khz / 1000, mem_khz / 1000,
+      bus_bits, driver, runtime);
+  std::printf(
+      "buffers of %zu bytes; median of %d reps after %d warm-ups; grid %s\n\n", options.bytes,
+      options.reps, kWarmups,
+      options.shape.blocks || options.shape.threads
+          ? (std::to_string(options.shape.blocks) + "x" + std::to_string(options.shape.threads))
+                .c_str()
+          : "chosen by the launcher");
 
   const size_t size = options.bytes;
   Buffers buffers;
@@ -228,9 +236,10 @@ int main(int argc, char **argv) {
   buffers.host[0].resize(size);
   fill(DType::kFloat32, &buffers.host[0], 1);
   CUDA_CHECK(cudaMemcpy(buffers.in[0], buffers.host[0].data(), size, cudaMemcpyHostToDevice));
-  table.row("cudaMemcpy D2D", 2 * size, median_ms(options, [&] {
-              CUDA_CHECK(cudaMemcpyAsync(buffers.out, buffers.in[0], size, cudaMemcpyDeviceToDevice));
-            }));
+  table.row(
+      "cudaMemcpy D2D", 2 * size, median_ms(options, [&] {
+        CUDA_CHECK(cudaMemcpyAsync(buffers.out, buffers.in[0], size, cudaMemcpyDeviceToDevice));
+      }));
 
   for (size_t offset : {size_t{0}, size_t{4}}) {
     std::string name = std::string("copy kernel") + (offset ? " +4" : "");

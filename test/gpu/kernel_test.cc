@@ -7,8 +7,8 @@
 // kAvg dividing the stored sum as finalize_avg.  So every element must match bit for bit (two
 // NaNs match whatever their payloads).  Floating-point inputs are random values of every
 // magnitude the format's arithmetic keeps finite, with NaN, +-Inf, +-0, the smallest
-// subnormal and the largest finite value sprinkled in (at other places in each input).  64 guard bytes on each side of the
-// output must stay untouched.
+// subnormal and the largest finite value sprinkled in (at other places in each input).  64 guard
+// bytes on each side of the output must stay untouched.
 //
 // usage: kernel_test [--quick] [--dtype NAME]
 //   --quick  counts up to 1023 and fewer offsets (for compute-sanitizer: make memcheck)
@@ -60,22 +60,22 @@ static_assert(static_cast<int>(RedOp::kSum) == COHORT_SUM &&
               static_cast<int>(RedOp::kAvg) == COHORT_AVG &&
               cohort::kernels::kNumRedOps == COHORT_NUM_OPS);
 
-constexpr size_t kGuard = 64;           // bytes checked on each side of the output
-constexpr size_t kSlack = 16;           // room for the pointer offsets
+constexpr size_t kGuard = 64;            // bytes checked on each side of the output
+constexpr size_t kSlack = 16;            // room for the pointer offsets
 constexpr unsigned char kPoison = 0xa5;  // what the output slot holds before a launch
 
-const char *const kDtypeNames[] = {"int8", "uint8", "int32", "uint32", "int64",
-                                   "uint64", "fp16", "bf16", "fp32", "fp64"};
+const char *const kDtypeNames[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                   "uint64", "fp16",  "bf16",  "fp32",   "fp64"};
 const char *const kOpNames[] = {"sum", "prod", "min", "max", "avg"};
 
-#define CUDA_CHECK(call)                                                                    \
-  do {                                                                                      \
-    cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                    \
-                   cudaGetErrorString(err_));                                               \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+#define CUDA_CHECK(call)                                                 \
+  do {                                                                   \
+    cudaError_t err_ = (call);                                           \
+    if (err_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(err_));                            \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
 // cudaMalloc for byte pointers (cuda_runtime_api.h has only the void ** form).
@@ -133,11 +133,15 @@ T apply(RedOp op, T a, T b) {
     case RedOp::kAvg: return wrap_add(a, b);
     case RedOp::kProd: return wrap_mul(a, b);
     case RedOp::kMin:
-      if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
-      else return b < a ? b : a;
+      if constexpr (std::is_floating_point_v<T>)
+        return (a < b || a != a) ? a : b;
+      else
+        return b < a ? b : a;
     case RedOp::kMax:
-      if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
-      else return b > a ? b : a;
+      if constexpr (std::is_floating_point_v<T>)
+        return (a > b || a != a) ? a : b;
+      else
+        return b > a ? b : a;
   }
   return a;
 }
@@ -245,22 +249,25 @@ void fill_inputs(DType dtype, std::mt19937_64 &rng, unsigned char *out, size_t c
     int special = rng() % 29 == 0 ? static_cast<int>(rng() % 7) : -1;
     unsigned char *p = out + i * size;
     if (dtype == DType::kFloat16 || dtype == DType::kBfloat16) {
-      static const uint16_t kFp16Special[] = {0x7e00, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x7bff};
-      static const uint16_t kBf16Special[] = {0x7fc0, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x7f7f};
+      static const uint16_t kFp16Special[] = {0x7e00, 0x7c00, 0xfc00, 0x0000,
+                                              0x8000, 0x0001, 0x7bff};
+      static const uint16_t kBf16Special[] = {0x7fc0, 0x7f80, 0xff80, 0x0000,
+                                              0x8000, 0x0001, 0x7f7f};
       uint16_t h = dtype == DType::kFloat16 ? cohort::tl_host::float_to_fp16(static_cast<float>(v))
                                             : cohort::tl_host::float_to_bf16(static_cast<float>(v));
-      if (special >= 0) h = dtype == DType::kFloat16 ? kFp16Special[special] : kBf16Special[special];
+      if (special >= 0)
+        h = dtype == DType::kFloat16 ? kFp16Special[special] : kBf16Special[special];
       std::memcpy(p, &h, 2);
     } else if (dtype == DType::kFloat32) {
       using L = std::numeric_limits<float>;
-      const float kSpecial[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), 0.0f, -0.0f,
-                                L::denorm_min(), L::max()};
+      const float kSpecial[] = {L::quiet_NaN(), L::infinity(),   -L::infinity(), 0.0f,
+                                -0.0f,          L::denorm_min(), L::max()};
       float f = special >= 0 ? kSpecial[special] : static_cast<float>(v);
       std::memcpy(p, &f, 4);
     } else {
       using L = std::numeric_limits<double>;
-      const double kSpecial[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), 0.0, -0.0,
-                                 L::denorm_min(), L::max()};
+      const double kSpecial[] = {L::quiet_NaN(), L::infinity(),   -L::infinity(), 0.0,
+                                 -0.0,           L::denorm_min(), L::max()};
       double d = special >= 0 ? kSpecial[special] : v;
       std::memcpy(p, &d, 8);
     }
@@ -283,10 +290,10 @@ const Offsets kOffsets[] = {
     {"all+4", 4, {4, 4, 4, 4, 4, 4, 4, 4}, false},
     {"all+8", 8, {8, 8, 8, 8, 8, 8, 8, 8}, false},
     {"all+3", 3, {3, 3, 3, 3, 3, 3, 3, 3}, false},
-    {"dst0/src4,8,12", 0, {4, 8, 12, 4, 8, 12, 4, 8}, false},  // common alignment 4
-    {"dst8/src0,8", 8, {0, 8, 0, 8, 0, 8, 0, 8}, false},       // common alignment 8
+    {"dst0/src4,8,12", 0, {4, 8, 12, 4, 8, 12, 4, 8}, false},      // common alignment 4
+    {"dst8/src0,8", 8, {0, 8, 0, 8, 0, 8, 0, 8}, false},           // common alignment 8
     {"dst2/src6,10,14", 2, {6, 10, 14, 6, 10, 14, 6, 10}, false},  // 4, misaligned by 2
-    {"dst1/src3,5,7", 1, {3, 5, 7, 3, 5, 7, 3, 5}, false},  // 2, misaligned by 1
+    {"dst1/src3,5,7", 1, {3, 5, 7, 3, 5, 7, 3, 5}, false},         // 2, misaligned by 1
     {"in-place+4", 0, {4, 4, 4, 4, 4, 4, 4, 4}, true},
     {"in-place+6", 0, {6, 2, 6, 6, 10, 14, 6, 2}, true},
 };
@@ -332,7 +339,8 @@ std::string check_output(DType dtype, const unsigned char *dst, const unsigned c
     if ((b < kGuard || b >= end) && window[b] != kPoison) {
       char text[128];
       std::snprintf(text, sizeof text, "guard byte %+ld changed to 0x%02x",
-                    b < kGuard ? -static_cast<long>(kGuard - b) : static_cast<long>(b - end), window[b]);
+                    b < kGuard ? -static_cast<long>(kGuard - b) : static_cast<long>(b - end),
+                    window[b]);
       return text;
     }
   }
@@ -368,8 +376,9 @@ LaunchShape shape_for(long case_index) {
 void run_reduce_cases(DType dtype, const Options &options, const Arena &arena,
                       const std::vector<std::vector<unsigned char>> &inputs, Tally *tally) {
   const size_t size = cohort::kernels::dtype_size(dtype);
-  const std::vector<size_t> counts = options.quick ? std::vector<size_t>{0, 1, 7, 1023}
-                                                   : std::vector<size_t>{0, 1, 7, 1023, 65537, 1u << 20};
+  const std::vector<size_t> counts = options.quick
+                                         ? std::vector<size_t>{0, 1, 7, 1023}
+                                         : std::vector<size_t>{0, 1, 7, 1023, 65537, 1u << 20};
   const int knums[] = {1, 2, 3, 8};
   const RedOp ops[] = {RedOp::kSum, RedOp::kProd, RedOp::kMin, RedOp::kMax, RedOp::kAvg};
   const int out_slot = kMaxReduceInputs;
@@ -384,8 +393,8 @@ void run_reduce_cases(DType dtype, const Options &options, const Arena &arena,
       const size_t used = 2 * kGuard + kSlack + count * size;  // of a slot
       auto place_input = [&](int k) {
         CUDA_CHECK(cudaMemset(arena.slot(k), kPoison, used));
-        CUDA_CHECK(cudaMemcpy(arena.slot(k) + kGuard + offsets.src[k], inputs[k].data(), count * size,
-                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(arena.slot(k) + kGuard + offsets.src[k], inputs[k].data(),
+                              count * size, cudaMemcpyHostToDevice));
       };
       for (int k = 0; k < kMaxReduceInputs; ++k) place_input(k);
       for (RedOp op : ops) {
@@ -425,7 +434,8 @@ void run_reduce_cases(DType dtype, const Options &options, const Arena &arena,
             reference<decltype(ref)>(expected.data(), host_ins, nsrcs, count, op, args.avg_divisor);
           });
           // In place, the guards are those of srcs[0]'s slot: poison too.
-          std::string diff = check_output(dtype, arena.slot(dst_slot) + dst_begin, expected.data(), count);
+          std::string diff =
+              check_output(dtype, arena.slot(dst_slot) + dst_begin, expected.data(), count);
           if (!diff.empty()) tally->fail(what + ": " + diff);
         }
       }
@@ -437,9 +447,9 @@ void run_reduce_cases(DType dtype, const Options &options, const Arena &arena,
 
 // launch_copy at every pair of byte offsets modulo 16.
 void run_copy_cases(const Options &options, const Arena &arena, Tally *tally) {
-  const std::vector<size_t> sizes = options.quick
-                                        ? std::vector<size_t>{0, 1, 15, 17, 512, 1023}
-                                        : std::vector<size_t>{0, 1, 15, 16, 17, 511, 512, 1023, 65537, (1u << 20) + 3};
+  const std::vector<size_t> sizes =
+      options.quick ? std::vector<size_t>{0, 1, 15, 17, 512, 1023}
+                    : std::vector<size_t>{0, 1, 15, 16, 17, 511, 512, 1023, 65537, (1u << 20) + 3};
   std::vector<unsigned char> data(arena.slot_bytes);
   std::mt19937_64 rng(7);
   for (auto &b : data) b = static_cast<unsigned char>(rng());
@@ -457,8 +467,8 @@ void run_copy_cases(const Options &options, const Arena &arena, Tally *tally) {
         args.shape = shape_for(tally->cases);
         ++tally->cases;
         char what[128];
-        std::snprintf(what, sizeof what, "copy bytes=%zu dst+%zu src+%zu grid=%dx%d", bytes, dst_off,
-                      src_off, args.shape.blocks, args.shape.threads);
+        std::snprintf(what, sizeof what, "copy bytes=%zu dst+%zu src+%zu grid=%dx%d", bytes,
+                      dst_off, src_off, args.shape.blocks, args.shape.threads);
         cudaError_t err = cohort::kernels::launch_copy(args, nullptr);
         if (err == cudaSuccess) err = cudaDeviceSynchronize();
         if (err != cudaSuccess) {
@@ -517,7 +527,8 @@ void run_argument_checks(const Arena &arena, Tally *tally) {
   a = good;
   a.count = SIZE_MAX / 2;
   a.dtype = DType::kFloat32;
-  expect("count overflowing bytes", cohort::kernels::launch_reduce(a, nullptr), cudaErrorInvalidValue);
+  expect("count overflowing bytes", cohort::kernels::launch_reduce(a, nullptr),
+         cudaErrorInvalidValue);
   a = ReduceArgs{};
   a.nsrcs = 3;
   expect("count 0, null pointers", cohort::kernels::launch_reduce(a, nullptr), cudaSuccess);

@@ -3,8 +3,8 @@
 //
 // A buffer is cut into a head (elements before the body's alignment), a body of whole warp
 // tiles (32 lanes x 16 bytes = 512 bytes) and a tail (< 512 bytes).  Every thread handles
-// whole 16-byte packs of the body, unroll_for(width) at a time, then head and tail elements.  Each pack
-// is always handled by the same thread for every input and the output, so the pack layout
+// whole 16-byte packs of the body, unroll_for(width) at a time, then head and tail elements.  Each
+// pack is always handled by the same thread for every input and the output, so the pack layout
 // below only has to be the same for all of them, not contiguous: with narrow accesses a lane
 // owns words lane, lane + 32, ... of its tile, and each access instruction of a warp covers
 // 32 consecutive words.
@@ -155,8 +155,10 @@ struct Reduction {
   using Acc = std::conditional_t<kInPlace, Chunk<S>, Lanes>;
 
   __device__ static __forceinline__ C &lane(Acc &acc, int i) {
-    if constexpr (kInPlace) return acc.elem[i];
-    else return acc.v[i];
+    if constexpr (kInPlace)
+      return acc.elem[i];
+    else
+      return acc.v[i];
   }
 
   // acc = a OP b
@@ -166,7 +168,8 @@ struct Reduction {
       for (int w = 0; w < 4; ++w) acc.u32[w] = Op::template bytewise<S>(a.u32[w], b.u32[w]);
     } else {
 #pragma unroll
-      for (int i = 0; i < kLanes; ++i) lane(acc, i) = Op::apply(Fmt::widen(a.elem[i]), Fmt::widen(b.elem[i]));
+      for (int i = 0; i < kLanes; ++i)
+        lane(acc, i) = Op::apply(Fmt::widen(a.elem[i]), Fmt::widen(b.elem[i]));
     }
   }
 
@@ -177,7 +180,8 @@ struct Reduction {
       for (int w = 0; w < 4; ++w) acc.u32[w] = Op::template bytewise<S>(acc.u32[w], in.u32[w]);
     } else {
 #pragma unroll
-      for (int i = 0; i < kLanes; ++i) lane(acc, i) = Op::apply(lane(acc, i), Fmt::widen(in.elem[i]));
+      for (int i = 0; i < kLanes; ++i)
+        lane(acc, i) = Op::apply(lane(acc, i), Fmt::widen(in.elem[i]));
     }
   }
 
@@ -220,9 +224,8 @@ struct Reduction {
   // One loop step: packs p, p + stride, ... (U of them) of every input, then the output.
   // Both first inputs' loads are issued before any arithmetic; later inputs one at a time.
   template <int A, int U>
-  __device__ static __forceinline__ void step(const ReduceOperands &x, size_t head_bytes,
-                                              char *dst, const char *src0, size_t p,
-                                              size_t stride) {
+  __device__ static __forceinline__ void step(const ReduceOperands &x, size_t head_bytes, char *dst,
+                                              const char *src0, size_t p, size_t stride) {
     Chunk<S> in[U];
     Acc acc[U];
 #pragma unroll
@@ -281,7 +284,8 @@ struct Reduction {
       C acc = Fmt::widen(load_elem<EA, S>(static_cast<const char *>(x.srcs[0]) + offset));
 #pragma unroll 1
       for (int k = 1; k < x.nsrcs; ++k) {
-        acc = Op::apply(acc, Fmt::widen(load_elem<EA, S>(static_cast<const char *>(x.srcs[k]) + offset)));
+        acc = Op::apply(
+            acc, Fmt::widen(load_elem<EA, S>(static_cast<const char *>(x.srcs[k]) + offset)));
       }
       store_elem<EA, S>(static_cast<char *>(x.dst) + offset, finish(acc, x.divisor));
     }

@@ -56,11 +56,16 @@ union Chunk {
 
 template <int A, class S>
 __device__ __forceinline__ Word<A> &word(Chunk<S> &chunk, int i) {
-  if constexpr (A == 16) return chunk.u128;
-  else if constexpr (A == 8) return chunk.u64[i];
-  else if constexpr (A == 4) return chunk.u32[i];
-  else if constexpr (A == 2) return chunk.u16[i];
-  else return chunk.u8[i];
+  if constexpr (A == 16)
+    return chunk.u128;
+  else if constexpr (A == 8)
+    return chunk.u64[i];
+  else if constexpr (A == 4)
+    return chunk.u32[i];
+  else if constexpr (A == 2)
+    return chunk.u16[i];
+  else
+    return chunk.u8[i];
 }
 
 // Plain global loads and stores (no read-only cache: peers may write the data during a
@@ -86,7 +91,8 @@ __device__ __forceinline__ S load_elem(const char *p) {
       Word<A> part[sizeof(S) / A];
     } elem;
 #pragma unroll
-    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t) elem.part[t] = load_word<A>(p + t * A);
+    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t)
+      elem.part[t] = load_word<A>(p + t * A);
     return elem.value;
   }
 }
@@ -101,7 +107,8 @@ __device__ __forceinline__ void store_elem(char *p, S value) {
     } elem;
     elem.value = value;
 #pragma unroll
-    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t) store_word<A>(p + t * A, elem.part[t]);
+    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t)
+      store_word<A>(p + t * A, elem.part[t]);
   }
 }
 
@@ -227,9 +234,12 @@ struct OpSum {
   }
   template <class T>
   static __device__ __forceinline__ T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, float>) return __fadd_rn(a, b);
-    else if constexpr (std::is_same_v<T, double>) return __dadd_rn(a, b);
-    else return wrapping_add(a, b);
+    if constexpr (std::is_same_v<T, float>)
+      return __fadd_rn(a, b);
+    else if constexpr (std::is_same_v<T, double>)
+      return __dadd_rn(a, b);
+    else
+      return wrapping_add(a, b);
   }
 };
 
@@ -238,9 +248,12 @@ struct OpProd {
   static constexpr bool kHasBytewise = false;
   template <class T>
   static __device__ __forceinline__ T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, float>) return __fmul_rn(a, b);
-    else if constexpr (std::is_same_v<T, double>) return __dmul_rn(a, b);
-    else return wrapping_mul(a, b);
+    if constexpr (std::is_same_v<T, float>)
+      return __fmul_rn(a, b);
+    else if constexpr (std::is_same_v<T, double>)
+      return __dmul_rn(a, b);
+    else
+      return wrapping_mul(a, b);
   }
 };
 
@@ -251,13 +264,17 @@ struct OpMin {
   static constexpr bool kHasBytewise = true;
   template <class T>
   static __device__ __forceinline__ uint32_t bytewise(uint32_t a, uint32_t b) {
-    if constexpr (std::is_signed_v<T>) return __vmins4(a, b);
-    else return __vminu4(a, b);
+    if constexpr (std::is_signed_v<T>)
+      return __vmins4(a, b);
+    else
+      return __vminu4(a, b);
   }
   template <class T>
   static __device__ __forceinline__ T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
-    else return b < a ? b : a;
+    if constexpr (std::is_floating_point_v<T>)
+      return (a < b || a != a) ? a : b;
+    else
+      return b < a ? b : a;
   }
 };
 
@@ -266,13 +283,17 @@ struct OpMax {
   static constexpr bool kHasBytewise = true;
   template <class T>
   static __device__ __forceinline__ uint32_t bytewise(uint32_t a, uint32_t b) {
-    if constexpr (std::is_signed_v<T>) return __vmaxs4(a, b);
-    else return __vmaxu4(a, b);
+    if constexpr (std::is_signed_v<T>)
+      return __vmaxs4(a, b);
+    else
+      return __vmaxu4(a, b);
   }
   template <class T>
   static __device__ __forceinline__ T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
-    else return b > a ? b : a;
+    if constexpr (std::is_floating_point_v<T>)
+      return (a > b || a != a) ? a : b;
+    else
+      return b > a ? b : a;
   }
 };
 

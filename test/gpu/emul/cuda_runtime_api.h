@@ -11,7 +11,11 @@
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1 };
 using cudaStream_t = struct EmulStream *;
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
-enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
+enum cudaMemcpyKind {
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3
+};
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -48,7 +52,8 @@ inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int) {
   *value = 3;
   return cudaSuccess;
 }
-inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *, int, size_t) {
+inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *, int,
+                                                                 size_t) {
   *blocks = 2;
   return cudaSuccess;
 }
