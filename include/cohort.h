@@ -339,6 +339,41 @@ COHORT_API cohort_status_t cohort_request_test(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_wait(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
 
+/* ------------------------------------------------- stream-ordered collectives */
+
+/* Collectives on GPU device memory, ordered on a CUDA stream: the same arguments as the
+ * blocking calls plus `stream` (a cudaStream_t; NULL: CUDA's default stream).  Each checks its
+ * arguments, enqueues a kernel and returns: no host synchronisation, allocation or callback,
+ * so a CUDA graph may capture the calls and replay them.  Every local rank enqueues the same
+ * calls in the same order.  Both buffers must be device memory of the team's GPU
+ * (COHORT_ERR_INVALID_ARG otherwise); the blocking calls above take device memory too (they
+ * run on the team's own stream and wait for it).  A kernel that waits for a peer longer than
+ * COHORT_COLL_TIMEOUT, or whose team was aborted (cohort_team_abort on any rank), ends; the
+ * next call on the team returns COHORT_ERR_TIMEOUT / COHORT_ERR_ABORTED naming the call and
+ * the peer.  So far the GPU runs allreduce among the ranks of one host; the others return
+ * COHORT_ERR_NOT_SUPPORTED saying so. */
+COHORT_API cohort_status_t cohort_allreduce_stream(cohort_team_t team, const void *sendbuf,
+                                                   void *recvbuf, size_t count,
+                                                   cohort_dtype_t dtype, cohort_op_t op,
+                                                   void *stream);
+COHORT_API cohort_status_t cohort_reduce_stream(cohort_team_t team, const void *sendbuf,
+                                                void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                                cohort_op_t op, int root, void *stream);
+COHORT_API cohort_status_t cohort_broadcast_stream(cohort_team_t team, const void *sendbuf,
+                                                   void *recvbuf, size_t count,
+                                                   cohort_dtype_t dtype, int root, void *stream);
+COHORT_API cohort_status_t cohort_allgather_stream(cohort_team_t team, const void *sendbuf,
+                                                   void *recvbuf, size_t sendcount,
+                                                   cohort_dtype_t dtype, void *stream);
+COHORT_API cohort_status_t cohort_reduce_scatter_stream(cohort_team_t team, const void *sendbuf,
+                                                        void *recvbuf, size_t recvcount,
+                                                        cohort_dtype_t dtype, cohort_op_t op,
+                                                        void *stream);
+COHORT_API cohort_status_t cohort_alltoall_stream(cohort_team_t team, const void *sendbuf,
+                                                  void *recvbuf, size_t count,
+                                                  cohort_dtype_t dtype, void *stream);
+COHORT_API cohort_status_t cohort_barrier_stream(cohort_team_t team, void *stream);
+
 /* Point-to-point on host memory: `count` elements to or from team rank `peer` (self
  * included, inside a group).  Messages between two ranks match in order; the receive's size
  * must equal the send's.  Between cohort_group_start and cohort_group_end (per thread,

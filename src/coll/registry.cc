@@ -39,6 +39,15 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        make_alltoall_pairwise, kHostMemory},
       {"dissemination", Collective::kBarrier, "round k: signal rank+2^k, wait for rank-2^k",
        make_barrier_dissemination, kHostMemory},
+      // GPU kernels over the local ranks' windows (src/kernels).
+      {"oneshot", Collective::kAllreduce,
+       "GPU: every rank pushes its input into every peer's window, then reduces all of them; "
+       "one handshake, up to 64 KB",
+       nullptr, kDeviceMemory},
+      {"twoshot", Collective::kAllreduce,
+       "GPU: per 32 KB step, each rank reduces one slice of every rank's data and pushes the "
+       "result to the others (reduce-scatter + allgather through the windows)",
+       nullptr, kDeviceMemory},
   };
   return table;
 }

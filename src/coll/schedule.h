@@ -75,7 +75,8 @@ constexpr MemoryKinds memory_bit(cohort_memory_kind_t kind) { return MemoryKinds
 constexpr MemoryKinds kHostMemory = memory_bit(COHORT_MEMORY_HOST) |
                                     memory_bit(COHORT_MEMORY_CUDA_HOST) |
                                     memory_bit(COHORT_MEMORY_CUDA_MANAGED);
-constexpr MemoryKinds kAnyMemory = kHostMemory | memory_bit(COHORT_MEMORY_CUDA_DEVICE);
+constexpr MemoryKinds kDeviceMemory = memory_bit(COHORT_MEMORY_CUDA_DEVICE);
+constexpr MemoryKinds kAnyMemory = kHostMemory | kDeviceMemory;
 
 // What one rank calls.  Counts are per the usual definitions: allreduce/reduce/broadcast:
 // `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
@@ -128,6 +129,8 @@ struct AlgorithmInfo {
   const char *name;  // unique within its collective: "ring", "direct", ...
   Collective collective;
   const char *description;
+  // The schedule a host executor runs; null for an algorithm that runs inside a GPU kernel
+  // (the device transport, tl/device_transport.h, knows it by name).
   std::unique_ptr<Algorithm> (*make)(const CollArgs &args);
   MemoryKinds memory;  // the kinds its executor runs on
   // Whether its buffers are one contiguous range (allreduce, reduce, broadcast): then it can

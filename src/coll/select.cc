@@ -45,6 +45,8 @@ const DefaultRule kDefaults[] = {
     {Collective::kReduceScatter, SIZE_MAX, 0, "ring", 0, ""},
     {Collective::kAlltoall, SIZE_MAX, 0, "pairwise", 0, ""},
     {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
+    {Collective::kAllreduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kAllreduce, SIZE_MAX, 0, "twoshot", 0, "GPU: any size"},
 };
 
 std::string names_of(Collective c) {

@@ -168,6 +168,17 @@ Status run_collective(const char *call, cohort_team_t handle, const CollCall &ar
   });
 }
 
+// A stream-ordered collective through the C API: enqueued on `stream`, not waited for.
+Status enqueue_collective(const char *call, cohort_team_t handle, const CollCall &args,
+                          void *stream) {
+  return guarded(call, [&]() -> Status {
+    std::shared_ptr<TeamImpl> team;
+    Status s = ready_team(handle, &team);
+    if (is_error(s)) return s;
+    return team->colls().enqueue(args, stream);
+  });
+}
+
 // A posted collective through the C API: a request handle for test / wait / free.
 Status post_collective(const char *call, cohort_team_t handle, const CollCall &args,
                        cohort_request_t *out) {
@@ -434,6 +445,52 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up
 #define COHORT_RUN(call, ...) cohort::run_collective(call, handle, COHORT_CALL(__VA_ARGS__))
 #define COHORT_POSTED(call, ...) \
   cohort::post_collective(call, handle, COHORT_CALL(__VA_ARGS__), request)
+#define COHORT_ENQUEUE(call, ...) \
+  cohort::enqueue_collective(call, handle, COHORT_CALL(__VA_ARGS__), stream)
+
+cohort_status_t cohort_allreduce_stream(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                        size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                        void *stream) {
+  return COHORT_ENQUEUE("cohort_allreduce_stream", kAllreduce, sendbuf, recvbuf, count, dtype, op,
+                        0);
+}
+
+cohort_status_t cohort_reduce_stream(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                     size_t count, cohort_dtype_t dtype, cohort_op_t op, int root,
+                                     void *stream) {
+  return COHORT_ENQUEUE("cohort_reduce_stream", kReduce, sendbuf, recvbuf, count, dtype, op, root);
+}
+
+cohort_status_t cohort_broadcast_stream(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                        size_t count, cohort_dtype_t dtype, int root,
+                                        void *stream) {
+  return COHORT_ENQUEUE("cohort_broadcast_stream", kBroadcast, sendbuf, recvbuf, count, dtype,
+                        COHORT_SUM, root);
+}
+
+cohort_status_t cohort_allgather_stream(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                        size_t sendcount, cohort_dtype_t dtype, void *stream) {
+  return COHORT_ENQUEUE("cohort_allgather_stream", kAllgather, sendbuf, recvbuf, sendcount, dtype,
+                        COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_reduce_scatter_stream(cohort_team_t handle, const void *sendbuf,
+                                             void *recvbuf, size_t recvcount, cohort_dtype_t dtype,
+                                             cohort_op_t op, void *stream) {
+  return COHORT_ENQUEUE("cohort_reduce_scatter_stream", kReduceScatter, sendbuf, recvbuf, recvcount,
+                        dtype, op, 0);
+}
+
+cohort_status_t cohort_alltoall_stream(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                       size_t count, cohort_dtype_t dtype, void *stream) {
+  return COHORT_ENQUEUE("cohort_alltoall_stream", kAlltoall, sendbuf, recvbuf, count, dtype,
+                        COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_barrier_stream(cohort_team_t handle, void *stream) {
+  return COHORT_ENQUEUE("cohort_barrier_stream", kBarrier, nullptr, nullptr, 0, COHORT_INT8,
+                        COHORT_SUM, 0);
+}
 
 cohort_status_t cohort_allreduce(cohort_team_t handle, const void *sendbuf, void *recvbuf,
                                  size_t count, cohort_dtype_t dtype, cohort_op_t op) {

@@ -35,19 +35,52 @@ Status CollFront::configure() {
 std::string CollFront::settings() const { return "COHORT_COLL_ALGO='" + selection_text_ + "'"; }
 
 Status CollFront::run(const CollCall &call) {
+  coll::CollArgs args;
+  const coll::SelectRule *rule = nullptr;
+  Status s = choose(call, &args, &rule);
+  if (is_error(s) || rule == nullptr) return s;
+  if (args.memory == COHORT_MEMORY_CUDA_DEVICE) return run_on_device(call, *rule, nullptr, true);
   // A blocking call reuses the last one's request (and the memory its execution grew) when
   // nothing else holds it.
   if (!spare_ || spare_.use_count() > 1) spare_ = std::make_shared<CollRequest>();
-  Status s = prepare(call, spare_);
-  return is_error(s) ? s : wait(spare_);
+  queue(call, args, *rule, spare_);
+  return wait(spare_);
 }
 
 Status CollFront::post(const CollCall &call, std::shared_ptr<CollRequest> *out) {
-  auto request = std::make_shared<CollRequest>();
-  Status s = prepare(call, request);
+  coll::CollArgs args;
+  const coll::SelectRule *rule = nullptr;
+  Status s = choose(call, &args, &rule);
   if (is_error(s)) return s;
+  auto request = std::make_shared<CollRequest>();
+  request->reset(coll::collective_name(call.collective));
+  if (rule == nullptr) {
+    request->status = COHORT_SUCCESS;
+  } else if (args.memory == COHORT_MEMORY_CUDA_DEVICE) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s_post on GPU device memory: posted collectives take host memory; enqueue "
+                 "device buffers on a stream with cohort_%s_stream",
+                 coll::collective_name(call.collective), coll::collective_name(call.collective));
+  } else {
+    queue(call, args, *rule, request);
+  }
   *out = std::move(request);
   return COHORT_SUCCESS;
+}
+
+Status CollFront::enqueue(const CollCall &call, void *stream) {
+  coll::CollArgs args;
+  const coll::SelectRule *rule = nullptr;
+  Status s = choose(call, &args, &rule);
+  if (is_error(s) || rule == nullptr) return s;
+  if (args.memory != COHORT_MEMORY_CUDA_DEVICE) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "%s_stream: the buffers are %s memory; stream-ordered collectives take GPU "
+                 "device memory (cohort_%s takes host memory)",
+                 coll::collective_name(call.collective), cohort_memory_kind_name(args.memory),
+                 coll::collective_name(call.collective));
+  }
+  return run_on_device(call, *rule, stream, false);
 }
 
 // No earlier collective failed (its channels would hold part of that exchange) and no rank
@@ -65,30 +98,31 @@ Status CollFront::usable_for(const char *what) const {
                what, info_.name.c_str(), stop_reason_.c_str());
 }
 
-// Checks the call and queues `request` for it (or completes it at once when there is nothing
-// to move: every rank passed count 0, so none waits for another).
-Status CollFront::prepare(const CollCall &call, const std::shared_ptr<CollRequest> &request) {
+// Checks the call and picks its rule: null when there is nothing to move (every rank passed
+// count 0, so none waits for another).
+Status CollFront::choose(const CollCall &call, coll::CollArgs *args,
+                         const coll::SelectRule **rule) const {
   const char *name = coll::collective_name(call.collective);
   Status s = usable_for(name);
   if (is_error(s)) return s;
-  coll::CollArgs args;
-  if (s = check(call, &args); is_error(s)) return s;
+  if (s = check(call, args); is_error(s)) return s;
+  *rule = nullptr;
+  if (call.count == 0 && call.collective != coll::Collective::kBarrier) return COHORT_SUCCESS;
+  *rule = selection_.choose(call.collective, args->memory, args->count * args->elem_size,
+                            info_.size, info_.layout.node_count);
+  if (*rule != nullptr) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_NOT_SUPPORTED,
+               "%s on %s memory: no algorithm in the selection table takes it (cohort_info "
+               "--algorithms prints the table)",
+               name, cohort_memory_kind_name(args->memory));
+}
+
+// Queues `request` for a checked host-memory call.
+void CollFront::queue(const CollCall &call, const coll::CollArgs &args,
+                      const coll::SelectRule &rule, const std::shared_ptr<CollRequest> &request) {
   CollRequest &r = *request;
-  r.reset(name);
-  if (call.count == 0 && call.collective != coll::Collective::kBarrier) {
-    r.status = COHORT_SUCCESS;
-    return COHORT_SUCCESS;
-  }
-  const coll::SelectRule *rule =
-      selection_.choose(call.collective, args.memory, args.count * args.elem_size, info_.size,
-                        info_.layout.node_count);
-  if (rule == nullptr) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "%s on %s memory: no algorithm in the selection table takes it (collectives on "
-                 "GPU device memory are not built yet; cohort_info --algorithms prints the table)",
-                 name, cohort_memory_kind_name(args.memory));
-  }
-  r.algorithm = coll::make_multi_channel(*rule->algorithm, args, rule->channels);
+  r.reset(coll::collective_name(call.collective));
+  r.algorithm = coll::make_multi_channel(*rule.algorithm, args, rule.channels);
   r.buffers.src = call.src;
   r.buffers.dst = call.dst;
   r.buffers.scratch = nullptr;
@@ -96,7 +130,6 @@ Status CollFront::prepare(const CollCall &call, const std::shared_ptr<CollReques
   r.dtype = call.dtype;
   std::lock_guard<std::mutex> lock(mutex_);
   queue_.push_back(request);
-  return COHORT_SUCCESS;
 }
 
 Status CollFront::test(const std::shared_ptr<CollRequest> &request) {

@@ -15,6 +15,7 @@
 #include "team/coll_request.h"
 #include "team/team_info.h"
 #include "team/transport_set.h"
+#include "tl/device_transport.h"
 
 namespace cohort {
 
@@ -35,8 +36,9 @@ Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
 
 class CollFront {
  public:
-  CollFront(const TeamInfo &info, TransportSet &transports)
-      : info_(info), transports_(transports) {}
+  CollFront(const TeamInfo &info, TransportSet &transports,
+            const std::unique_ptr<tl::DeviceTransport> &device)
+      : info_(info), transports_(transports), device_(device) {}
 
   // Connect phase: COHORT_COLL_ALGO, COHORT_COLL_TIMEOUT and how long to poll before yielding.
   Status configure();
@@ -47,6 +49,9 @@ class CollFront {
   // Blocking, or posted (it runs after the team's earlier requests as test/wait progress it).
   Status run(const CollCall &call);
   Status post(const CollCall &call, std::shared_ptr<CollRequest> *out);
+  // Stream-ordered, device memory only: enqueues the collective on `stream` (a cudaStream_t;
+  // null: CUDA's default stream) and returns (coll_device.cc).
+  Status enqueue(const CollCall &call, void *stream);
   // Send/recv groups (coll_p2p.cc): each operation is checked when called; a group's checked
   // operations are posted as one request.
   Status check_p2p(const P2POp &op) const;
@@ -62,7 +67,13 @@ class CollFront {
  private:
   Status usable_for(const char *what) const;
   Status check(const CollCall &call, coll::CollArgs *args) const;  // coll_checks.cc
-  Status prepare(const CollCall &call, const std::shared_ptr<CollRequest> &request);
+  Status choose(const CollCall &call, coll::CollArgs *args, const coll::SelectRule **rule) const;
+  void queue(const CollCall &call, const coll::CollArgs &args, const coll::SelectRule &rule,
+             const std::shared_ptr<CollRequest> &request);
+  // A checked call on device memory: enqueued on `stream`, or with `blocking` on the device
+  // transport's own stream and waited for (coll_device.cc).
+  Status run_on_device(const CollCall &call, const coll::SelectRule &rule, void *stream,
+                       bool blocking);
   void progress_requests();
   void advance(CollRequest &r);
   void start(CollRequest &r);
@@ -73,6 +84,7 @@ class CollFront {
 
   const TeamInfo &info_;
   TransportSet &transports_;
+  const std::unique_ptr<tl::DeviceTransport> &device_;
   coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults
   std::string selection_text_;
   double timeout_s_ = 600;    // COHORT_COLL_TIMEOUT

@@ -31,7 +31,7 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
     return failf(COHORT_ERR_INVALID_ARG,
                  "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with "
                  "PHASE one of "
-                 "check-in, peer-info, local-ranks, topology, graphs, align, connect, ready",
+                 "check-in, peer-info, local-ranks, topology, graphs, align, connect, device-setup, ready",
                  text.c_str());
   }
   inject.active = true;

@@ -22,6 +22,7 @@ const Creation::PhaseSpec Creation::kPhaseTable[] = {
     {Phase::kGraphs, &Creation::prepare_graphs, &Creation::finish_graphs},
     {Phase::kAlign, &Creation::prepare_align, &Creation::finish_align},
     {Phase::kConnect, &Creation::prepare_connect, &Creation::finish_connect},
+    {Phase::kDeviceSetup, &Creation::prepare_device_setup, &Creation::finish_device_setup},
     {Phase::kReady, &Creation::prepare_ready, &Creation::finish_ready},
 };
 

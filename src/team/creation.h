@@ -53,7 +53,8 @@ class Creation {
   void end_phase(Phase phase);
   const char *part_of(int rank) const { return exchange_.payload_of(rank); }
 
-  // The phases (creation_phases.cc, creation_plan.cc, creation_connect.cc).
+  // The phases (creation_phases.cc, creation_plan.cc, creation_connect.cc,
+  // creation_device.cc).
   Status prepare_arrival(std::vector<char> *part);
   Status finish_arrival();
   Status prepare_peer_info(std::vector<char> *part);
@@ -66,6 +67,8 @@ class Creation {
   Status finish_align();
   Status prepare_connect(std::vector<char> *part);
   Status finish_connect();
+  Status prepare_device_setup(std::vector<char> *part);
+  Status finish_device_setup();
   Status prepare_ready(std::vector<char> *part);
   Status finish_ready();
   Status finish_nothing() { return COHORT_SUCCESS; }
@@ -94,7 +97,8 @@ class Creation {
   bool topology_from_file_ = false;
   int local_max_ = 0;                       // ranks on the most populous host: sizes the summaries
   std::vector<int32_t> summaries_;          // graphs -> align: every host's packed summary
-  Status connect_status_ = COHORT_SUCCESS;  // a connect failure: this rank's status at ready
+  // A connect or device-setup failure: this rank's status at ready.
+  Status connect_status_ = COHORT_SUCCESS;
   std::string connect_error_;
 };
 

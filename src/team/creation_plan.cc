@@ -149,7 +149,7 @@ Status Creation::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
   if (is_error(s)) return s;
   if (!file.empty()) {
     s = topo::read_graph_file(file, *topology_, *paths_, gpus, graph);
-    if (is_error(s)) return s;
+    if (is_error(s)) return failf(s, "COHORT_GRAPH_FILE: %s", last_error().c_str());
   } else {
     topo::SearchOptions options;
     options.cross_node = parts_.info.layout.node_count > 1;

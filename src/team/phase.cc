@@ -5,8 +5,9 @@
 namespace cohort {
 
 namespace {
-const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks", "topology",
-                                   "graphs",   "align",     "connect",     "ready"};
+const char *const kPhaseNames[] = {"check-in", "peer-info", "local-ranks",  "topology",
+                                   "graphs",   "align",     "connect",      "device-setup",
+                                   "ready"};
 static_assert(sizeof(kPhaseNames) / sizeof(kPhaseNames[0]) == kNumPhases, "every phase named");
 }  // namespace
 

@@ -19,6 +19,7 @@ enum class Phase : int {
   kGraphs,       // each host's leader searches rings; hosts exchange their graph summaries
   kAlign,        // every rank builds the plan from all summaries; plan hashes compared
   kConnect,      // each host's leader creates the shared-memory mailboxes; the others attach
+  kDeviceSetup,  // ranks with a GPU allocate their windows, export them, map their peers'
   kReady,        // final agreement; carries each rank's phase timings
   kCount
 };

@@ -146,6 +146,7 @@ void TeamImpl::abort() {
   // here calls MPI on a ready team (abort may come from another thread than MPI's): the
   // private communicator goes with the team.
   parts_.colls.stop(COHORT_ERR_ABORTED, "cohort_team_abort was called", stage_ == Stage::kReady);
+  if (parts_.device) parts_.device->abort();  // this rank's kernels and every peer's stop
   if (stage_ == Stage::kReady) {
     parts_.transports.release();
   } else {
@@ -171,6 +172,7 @@ void TeamImpl::release() {
   parts_.colls.stop(COHORT_ERR_ABORTED,
                     "team '" + parts_.config.name + "' went away before this collective finished",
                     false);
+  parts_.device.reset();  // waits for this team's kernels, which end at the latest at abort
   parts_.transports.release();
   creation_.reset();
   parts_.oob.reset();

@@ -1,5 +1,7 @@
 #include "team/team_info.h"
 
+#include "core/hash.h"
+
 namespace cohort {
 
 std::string TeamInfo::describe(int r) const {
@@ -20,7 +22,13 @@ tl::TeamView TeamInfo::view() const {
   view.node_count = layout.node_count;
   view.node_of_rank = layout.node_of_rank;
   view.local_rank = layout.local_rank;
-  for (const PeerRecord &peer : peers) view.pid.push_back(peer.pid);
+  for (const PeerRecord &peer : peers) {
+    view.pid.push_back(peer.pid);
+    view.cuda_device.push_back(peer.cuda_device);
+    uint64_t gpu = 0;
+    if (peer.cuda_device >= 0) gpu = fnv1a(peer.uuid, sizeof(peer.uuid)) | 1;  // never 0
+    view.gpu.push_back(gpu);
+  }
   view.host_id = peers[rank].host_id;
   view.describe = [this](int r) { return describe(r); };
   return view;

@@ -10,6 +10,7 @@
 #include "team/config.h"
 #include "team/team_info.h"
 #include "team/transport_set.h"
+#include "tl/device_transport.h"
 
 namespace cohort {
 
@@ -18,7 +19,8 @@ struct TeamParts {
   TeamInfo info;
   std::unique_ptr<Oob> oob;  // the private duplicate (MPI) or the caller's OOB
   TransportSet transports;
-  CollFront colls{info, transports};
+  std::unique_ptr<tl::DeviceTransport> device;  // from device-setup; null without CUDA
+  CollFront colls{info, transports, device};
 };
 
 }  // namespace cohort

@@ -4,8 +4,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/build_info.h"
 #include "tl_host/shm_transport.h"
 #include "tl_ucx/ucx_transport.h"
+#if COHORT_HAVE_CUDA
+#include "tl_gpu/gpu_transport.h"
+#endif
 
 namespace cohort::tl {
 namespace {
@@ -46,6 +50,25 @@ void unregister_transport(const char *name) {
   Registered &r = registered();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::erase_if(r.infos, [&](const TransportInfo &i) { return strcmp(i.name, name) == 0; });
+}
+
+std::unique_ptr<DeviceTransport> make_device_transport() {
+#if COHORT_HAVE_CUDA
+  return tl_gpu::make_gpu_transport();
+#else
+  return nullptr;
+#endif
+}
+
+TransportInfo device_transport_info() {
+#if COHORT_HAVE_CUDA
+  return {"cuda-ipc",
+          "GPU windows of a host's ranks mapped through CUDA IPC (also ranks sharing a GPU "
+          "under MPS); kernels on the caller's stream",
+          nullptr};
+#else
+  return {"", "", nullptr};
+#endif
 }
 
 }  // namespace cohort::tl

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "tl/device_transport.h"
 #include "tl/transport.h"
 
 namespace cohort::tl {
@@ -23,5 +24,10 @@ std::vector<TransportInfo> transport_table();
 // registration of the same name replaces it).  unregister_transport removes it again.
 void register_transport(const TransportInfo &info);
 void unregister_transport(const char *name);
+
+// The transport of collectives on device memory; null in a build without CUDA.
+std::unique_ptr<DeviceTransport> make_device_transport();
+// Its name and what it does, for cohort_info ("" without CUDA).
+TransportInfo device_transport_info();
 
 }  // namespace cohort::tl

@@ -35,6 +35,8 @@ struct TeamView {
   std::vector<int> node_of_rank;  // host index of each rank
   std::vector<int> local_rank;    // index among its host's ranks
   std::vector<int> pid;           // process id of each rank
+  std::vector<int> cuda_device;   // each rank's CUDA device ordinal in its process, -1: none
+  std::vector<uint64_t> gpu;      // each rank's GPU (a hash of its UUID), 0: none
   uint64_t host_id = 0;           // this rank's host identity
   // Names a rank in messages: "rank 3 (host node7, pid 4242)".
   std::function<std::string(int)> describe;

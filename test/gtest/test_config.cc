@@ -293,9 +293,9 @@ TEST(ParseInjectedFailure, RankBeyondIntRangeRejected) {
 // ------------------------------------------------------------------------ phases
 
 TEST(PhaseNames, RoundTrip) {
-  const char *expected[] = {"check-in", "peer-info", "local-ranks", "topology",
-                            "graphs",   "align",     "connect",     "ready"};
-  ASSERT_EQ(kNumPhases, 8);
+  const char *expected[] = {"check-in", "peer-info", "local-ranks",  "topology", "graphs",
+                            "align",    "connect",   "device-setup", "ready"};
+  ASSERT_EQ(kNumPhases, 9);
   for (int i = 0; i < kNumPhases; ++i) {
     Phase phase = static_cast<Phase>(i);
     EXPECT_STREQ(phase_name(phase), expected[i]);

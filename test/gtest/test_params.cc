@@ -504,10 +504,9 @@ TEST_F(ParamsEnvTest, CheckEnvListsEachBadValueWithItsRange) {
   const ParamProblem *budget = problem_of(problems, "COHORT_SEARCH_BUDGET");
   ASSERT_NE(budget, nullptr);
   EXPECT_TRUE(contains(budget->message, "expected an integer from 1 to")) << budget->message;
-  EXPECT_TRUE(std::is_sorted(problems.begin(), problems.end(),
-                             [](const ParamProblem &a, const ParamProblem &b) {
-                               return a.variable < b.variable;
-                             }));
+  EXPECT_TRUE(std::is_sorted(
+      problems.begin(), problems.end(),
+      [](const ParamProblem &a, const ParamProblem &b) { return a.variable < b.variable; }));
 }
 
 TEST_F(ParamsEnvTest, PowerOfTwoBoundsAreInclusive) {

@@ -63,13 +63,22 @@ TEST(Selection, DescribeListsOverridesFirstAndMarksThem) {
 
 // The memory kind is a dimension of the table: host memory, pinned or managed, takes the host
 // algorithms; device memory finds no rule until GPU algorithms exist.
-TEST(Selection, MemoryKindsSelectAndDeviceMemoryFindsNoHostAlgorithm) {
+TEST(Selection, MemoryKindsSelectHostOrGpuAlgorithms) {
   Selection s;
   for (cohort_memory_kind_t kind :
        {COHORT_MEMORY_HOST, COHORT_MEMORY_CUDA_HOST, COHORT_MEMORY_CUDA_MANAGED}) {
     EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, kind), "direct") << kind;
   }
-  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)");
+  // Device memory takes the GPU kernels: one-shot below 64 KB, two-shot from there; no other
+  // collective runs on the GPU yet.
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
+            "oneshot");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
+            "twoshot");
+  EXPECT_EQ(chosen(s, Collective::kBroadcast, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20, 4, 1, COHORT_MEMORY_HOST), "ring")
+      << "GPU algorithms never take host memory";
   ASSERT_EQ(Selection::parse("allreduce@cuda-managed=ring", &s), COHORT_SUCCESS) << last_error();
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_MANAGED), "ring");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_HOST), "direct")
@@ -98,7 +107,8 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
   } cases[] = {
       {"allreduce", "no '='"},
       {"allreduse=ring", "unknown collective 'allreduse'"},
-      {"allreduce=tree", "no algorithm 'tree' for allreduce (it has: ring, direct, hier)"},
+      {"allreduce=tree",
+       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
       {"allreduce:4X-=direct", "'4X' is not a size"},
       {"allreduce:4096=direct", "a range is LO-HI"},

@@ -30,7 +30,7 @@ for phase in check-in peer-info local-ranks ready; do
 done
 add "8 inject --phase peer-info --rank 5 @COHORT_INJECT_FAILURE=peer-info:5"
 add "2 inject --phase ready --rank 0 @COHORT_INJECT_FAILURE=ready:0"
-for phase in check-in peer-info local-ranks topology graphs align connect ready; do
+for phase in check-in peer-info local-ranks topology graphs align connect device-setup ready; do
   add "4 stall --phase $phase --rank 2 --timeout 1.5 @COHORT_INJECT_FAILURE=$phase:2:stall"
 done
 for np in 1 2 3 4 8; do add "$np plan"; done
@@ -43,7 +43,7 @@ add "4 plan --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/v100-4gpu-allpairs.xml"
 add "4 plan-graph-file @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
 add "3 plan-fails --expect phase_align,different_from_rank_0's,ranks_1;,first_is_rank_1 @COHORT_INJECT_FAILURE=align:1:skew"
 add "4 plan-fails --expect phase_topology,truncated.xml_line_ @COHORT_TOPO_FILE=$TOPO_DATA/../topo-bad/truncated.xml"
-for phase in topology graphs align connect; do
+for phase in topology graphs align connect device-setup; do
   add "3 inject --phase $phase --rank 1 @COHORT_INJECT_FAILURE=$phase:1"
 done
 for np in 1 2 3 4 8; do add "$np coll"; done

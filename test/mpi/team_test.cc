@@ -55,7 +55,7 @@ long rss_kib() {
 
 void check_report(const cohort_init_report_t &report, int team_size) {
   const char *names[] = {"check-in", "peer-info", "local-ranks", "topology",
-                         "graphs",   "align",     "connect"};
+                         "graphs",   "align",     "connect",     "device-setup"};
   const int expected = static_cast<int>(sizeof(names) / sizeof(names[0]));
   CHECK(report.num_phases == expected, "num_phases %d", report.num_phases);
   for (int p = 0; p < report.num_phases && p < expected; ++p) {

@@ -1,0 +1,85 @@
+// The GPU side of a team as kernels see it: plain data, copied by value into every launch
+// (so a captured CUDA graph replays with it).  The host object that owns the memory behind
+// these pointers is tl_gpu::GpuTransport; kernels never see it.  Host and device code alike
+// include this header (no CUDA header needed).
+//
+// Every local rank owns one window of device memory, exported through CUDA IPC and mapped by
+// the others.  Peers push data into the owner's window and then raise a flag there; the
+// owner polls its own flags (local reads) and reads its own inbox.
+//   flags    one 128-byte line per (writer, block, slot): the writer stores a monotonic
+//            64-bit value after its data landed.
+//   abort    one 32-bit word: a rank that aborts the team writes its local rank + 1 into
+//            every window, so every rank's kernels stop waiting.
+//   oneshot  2 parities x ranks x kOneShotBytes: each writer's whole message, for the small
+//            collectives that read every rank's data at once.
+//   chunks   kMaxBlocks x 2 x kChunkBytes: per block, the pieces of the current pipeline step
+//            (a reduce-scatter inbox and a gather inbox), for large collectives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cohort::kernels {
+
+constexpr int kMaxLocalRanks = 16;          // ranks of one host a GPU team spans
+constexpr int kMaxBlocks = 32;              // thread blocks a collective kernel uses at most
+constexpr int kFlagBytes = 128;             // one flag per line: writers never share one
+constexpr size_t kOneShotBytes = 64 << 10;  // largest message of a one-shot collective
+constexpr size_t kChunkBytes = 32 << 10;    // one block's inbox for one pipeline step
+
+// Flags per (writer, block): one per handshake a kernel runs.
+enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagSlots = 2 };
+
+// Why a kernel stopped waiting early (the host reads it from pinned memory).
+enum StopReason : uint32_t { kStopNone = 0, kStopAbort = 1, kStopTimeout = 2 };
+
+// What a kernel that stopped early reports: the call and the peer it waited for.
+struct DeviceFault {
+  uint32_t reason;  // StopReason
+  int32_t peer;     // local rank waited for, -1 when none
+  int32_t aborter;  // kStopAbort: the local rank that aborted; -1: this rank's host
+  int32_t reserved;
+  uint64_t sequence;  // the team's call counter of the stopped call
+};
+
+// Where the parts of a window lie: the same on every rank (a function of the rank count).
+struct WindowLayout {
+  size_t abort_offset;
+  size_t oneshot_offset;
+  size_t chunks_offset;
+  size_t total_bytes;
+};
+
+constexpr size_t flag_offset(int writer, int block, int slot) {
+  return ((static_cast<size_t>(writer) * kMaxBlocks + block) * kFlagSlots + slot) * kFlagBytes;
+}
+
+constexpr WindowLayout window_layout(int ranks) {
+  WindowLayout l{};
+  l.abort_offset = flag_offset(kMaxLocalRanks, 0, 0);
+  l.oneshot_offset = l.abort_offset + kFlagBytes;
+  l.chunks_offset = l.oneshot_offset + 2 * static_cast<size_t>(ranks) * kOneShotBytes;
+  l.total_bytes = l.chunks_offset + size_t{kMaxBlocks} * 2 * kChunkBytes;
+  return l;
+}
+
+struct DeviceTeam {
+  int32_t rank;        // this rank's local rank
+  int32_t size;        // local ranks in the team
+  int32_t max_blocks;  // blocks per kernel that every rank's GPU holds at once
+  WindowLayout layout;
+  char *windows[kMaxLocalRanks];  // every local rank's window, mapped here (own included)
+  // This rank's call counter in device memory: each collective kernel reads it and its last
+  // block advances it, so replays of a captured graph keep counting.
+  unsigned long long *sequence;
+  unsigned int *blocks_done;  // blocks of the running call that finished (the last resets it)
+  unsigned int *fault_claim;  // device memory: the first block that stops early takes it
+  // Host-mapped pinned memory: this rank's host raises *abort (peers raise the window's abort
+  // word); the block that took fault_claim writes
+  // *fault (atomics on host memory are not atomic everywhere, plain stores are).
+  volatile uint32_t *abort;
+  volatile DeviceFault *fault;
+  uint64_t timeout_ns;  // a wait longer than this stops the kernel (kStopTimeout)
+};
+
+}  // namespace cohort::kernels

@@ -1,0 +1,66 @@
+// The transport of collectives on GPU device memory: set up in the device-setup phase of
+// team creation (after connect), it owns this rank's device memory for the team and maps the
+// other local ranks', and enqueues collective kernels on the caller's stream.  The team names
+// no transport: registry.h gives the one there is (none in a build without CUDA).
+//
+// Lifecycle, driven by the team:
+//   record_bytes + post   device-setup phase, before its exchange: allocate, export
+//   connect               after the exchange, with every rank's record: map the peers'
+//   enqueue               per collective: check it fits, launch on the stream, return
+//   synchronize           blocking calls: wait for the stream, failing on a stuck peer
+//   abort                 any thread: kernels of this team stop waiting and end
+// Streams are opaque here (a cudaStream_t; null: the transport's own stream).
+// The caller's "default stream" (a null cudaStream_t) is passed as kLegacyDefaultStream.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "coll/select.h"
+#include "core/status.h"
+#include "tl/transport.h"
+
+namespace cohort::tl {
+
+// cudaStreamLegacy: CUDA's default stream, for a caller that passed a null stream.
+inline void *const kLegacyDefaultStream = reinterpret_cast<void *>(0x1);
+
+// One collective on device memory as the transport runs it.
+struct DeviceCall {
+  coll::Collective collective = coll::Collective::kAllreduce;
+  const void *src = nullptr;
+  void *dst = nullptr;
+  size_t count = 0;  // elements per rank (cohort.h's count)
+  cohort_dtype_t dtype = COHORT_FLOAT32;
+  cohort_op_t op = COHORT_SUM;
+  int root = 0;
+  const char *algorithm = "";  // the selection table's choice
+};
+
+class DeviceTransport {
+ public:
+  virtual ~DeviceTransport() = default;
+  virtual const char *name() const = 0;
+
+  // Whether this team runs collectives on device memory, and if not why ("rank 2 (host h,
+  // pid 7) has no GPU"): the same answer on every rank, decided from the view alone.
+  virtual bool wanted(const TeamView &team, std::string *why) const = 0;
+  virtual size_t record_bytes(const TeamView &team) const = 0;
+  virtual Status post(const TeamView &team, void *record) = 0;
+  virtual Status connect(const TeamView &team, const RecordTable &records) = 0;
+
+  // COHORT_ERR_NOT_SUPPORTED naming what is missing when `call` cannot run here (an algorithm
+  // this transport lacks, a size over its limit); else enqueues it on `stream`.
+  virtual Status enqueue(const DeviceCall &call, void *stream) = 0;
+  // Waits until `stream`'s work is done; COHORT_ERR_TIMEOUT naming the peer a kernel waited
+  // for past `timeout_s`, COHORT_ERR_ABORTED after abort(), COHORT_ERR_CUDA for CUDA's errors.
+  virtual Status synchronize(void *stream, double timeout_s) = 0;
+  // The first fault a kernel of this team reported (its call and peer), if any.
+  virtual Status fault() const = 0;
+  virtual void abort() = 0;
+
+  // Device memory this rank holds for the team, in bytes, and per peer.
+  virtual size_t memory_bytes() const = 0;
+};
+
+}  // namespace cohort::tl

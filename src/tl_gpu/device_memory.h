@@ -1,0 +1,71 @@
+// Owners of CUDA resources (each frees its own in its destructor, errors ignored: they end a
+// team that is going away): device memory, mapped pinned host memory, a peer's window mapped
+// through CUDA IPC, a stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "core/status.h"
+
+namespace cohort::tl_gpu {
+
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  DeviceAllocation(const DeviceAllocation &) = delete;
+  DeviceAllocation &operator=(const DeviceAllocation &) = delete;
+  ~DeviceAllocation();
+  // `bytes` of zeroed device memory on the current device.
+  Status allocate(size_t bytes, const char *what);
+  char *get() const { return ptr_; }
+
+ private:
+  char *ptr_ = nullptr;
+};
+
+// Zeroed pinned host memory the device reads and writes too.
+class MappedHostAllocation {
+ public:
+  MappedHostAllocation() = default;
+  MappedHostAllocation(const MappedHostAllocation &) = delete;
+  MappedHostAllocation &operator=(const MappedHostAllocation &) = delete;
+  ~MappedHostAllocation();
+  Status allocate(size_t bytes, const char *what);
+  char *host() const { return host_; }
+  char *device() const { return device_; }
+
+ private:
+  char *host_ = nullptr;
+  char *device_ = nullptr;
+};
+
+// Another process's allocation, opened here from its IPC handle.
+class IpcMapping {
+ public:
+  IpcMapping() = default;
+  IpcMapping(const IpcMapping &) = delete;
+  IpcMapping &operator=(const IpcMapping &) = delete;
+  ~IpcMapping();
+  Status open(const cudaIpcMemHandle_t &handle, const char *what);
+  char *get() const { return ptr_; }
+
+ private:
+  char *ptr_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  ~Stream();
+  Status create();  // non-blocking: it never waits for the legacy default stream
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace cohort::tl_gpu

@@ -1,0 +1,260 @@
+// Collectives on GPU device memory among the ranks of one host (several ranks may share a GPU
+// under MPS): results against the host path's on the same inputs, eager (blocking and
+// stream-ordered) and replayed from a CUDA graph; an abort and a missing rank end every
+// rank's kernels with a named error.  Skips (exit 77) without a CUDA device.
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+#include "test_values.h"
+
+using namespace mpi_test;
+
+namespace {
+
+#define CUDA_OK(call)                                                  \
+  do {                                                                 \
+    cudaError_t e_ = (call);                                           \
+    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_)); \
+  } while (0)
+
+const cohort_dtype_t kDtypes[] = {COHORT_INT8,    COHORT_UINT8,  COHORT_INT32,   COHORT_UINT32,
+                                  COHORT_INT64,   COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16,
+                                  COHORT_FLOAT32, COHORT_FLOAT64};
+const cohort_op_t kOps[] = {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG};
+const char *const kDtypeNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                   "uint64", "float16", "bfloat16", "float32", "float64"};
+const char *const kOpNames[] = {"sum", "prod", "min", "max", "avg"};
+
+// Inputs whose every reduction is exact in every dtype at up to 16 ranks: products stay in
+// {-2..2}^ranks only at the first element of each 16, sums within +-64.
+double input(cohort_dtype_t t, cohort_op_t op, int rank, size_t i) {
+  const bool is_unsigned = t == COHORT_UINT8 || t == COHORT_UINT32 || t == COHORT_UINT64;
+  if (op == COHORT_PROD) {
+    if ((i + rank) % 16 == 0) return is_unsigned ? 2 : -2;
+    return is_unsigned || (i + rank) % 3 ? 1 : -1;
+  }
+  const double v = static_cast<double>((i * 7 + static_cast<size_t>(rank) * 3) % 9);
+  return is_unsigned ? v : v - 4;
+}
+
+struct Local {
+  int rank = 0, size = 1;
+};
+
+Local local_ranks() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  Local l;
+  MPI_Comm_rank(node, &l.rank);
+  MPI_Comm_size(node, &l.size);
+  MPI_Comm_free(&node);
+  return l;
+}
+
+// A team over MPI_COMM_WORLD bound to local rank % GPUs (shared GPUs need
+// COHORT_ALLOW_SHARED_GPU=1, which the run script sets).
+cohort_team_t gpu_team() {
+  int gpus = 0;
+  cudaGetDeviceCount(&gpus);
+  const int device = local_ranks().rank % gpus;
+  cudaSetDevice(device);
+  cudaFree(nullptr);  // the context exists before the team, as in an application
+  cohort_team_config_t cfg = config_with_timeout(60);
+  cfg.cuda_device = device;
+  cohort_team_t team = nullptr;
+  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
+  return team;
+}
+
+enum class Mode { kBlocking, kStream, kGraph };
+const char *mode_name(Mode m) {
+  return m == Mode::kBlocking ? "blocking" : m == Mode::kStream ? "stream" : "graph";
+}
+
+// One allreduce on the device in `mode`; false (with a failed check) when a call failed.
+bool device_allreduce(cohort_team_t team, Mode mode, const void *src, void *dst, size_t count,
+                      cohort_dtype_t t, cohort_op_t op, cudaStream_t stream) {
+  if (mode == Mode::kBlocking) {
+    cohort_status_t s = cohort_allreduce(team, src, dst, count, t, op);
+    CHECK(s == COHORT_SUCCESS, "cohort_allreduce (device): %s", cohort_last_error());
+    return s == COHORT_SUCCESS;
+  }
+  if (mode == Mode::kStream) {
+    cohort_status_t s = cohort_allreduce_stream(team, src, dst, count, t, op, stream);
+    CHECK(s == COHORT_SUCCESS, "cohort_allreduce_stream: %s", cohort_last_error());
+    CUDA_OK(cudaStreamSynchronize(stream));
+    return s == COHORT_SUCCESS;
+  }
+  // Captured once, replayed three times: the result of each replay is the same.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cohort_status_t s = cohort_allreduce_stream(team, src, dst, count, t, op, stream);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  CHECK(s == COHORT_SUCCESS, "cohort_allreduce_stream (captured): %s", cohort_last_error());
+  if (s != COHORT_SUCCESS || graph == nullptr) return false;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return true;
+}
+
+// Compares `count` elements; reports the first difference.
+void compare(const char *what, cohort_dtype_t t, const std::vector<char> &got,
+             const std::vector<char> &want, size_t count) {
+  if (memcmp(got.data(), want.data(), count * elem_bytes(t)) == 0) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (memcmp(got.data() + i * elem_bytes(t), want.data() + i * elem_bytes(t), elem_bytes(t))) {
+      CHECK(false, "%s: element %zu of %zu is %g, the host path gives %g", what, i, count,
+            load(t, got.data(), i), load(t, want.data(), i));
+      return;
+    }
+  }
+}
+
+// One case: the device result (in place or not, in `mode`) against the host path's.
+void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t count, bool in_place,
+                Mode mode, cudaStream_t stream) {
+  const size_t bytes = count * elem_bytes(t);
+  std::vector<char> in(bytes + 1), want(bytes + 1), got(bytes + 1);
+  for (size_t i = 0; i < count; ++i) store(t, in.data(), i, input(t, op, g_rank, i));
+  CHECK_STATUS(cohort_allreduce(team, in.data(), want.data(), count, t, op), COHORT_SUCCESS);
+  void *src = nullptr, *dst = nullptr;
+  CUDA_OK(cudaMalloc(&src, bytes + 16));
+  CUDA_OK(cudaMalloc(&dst, bytes + 16));
+  void *target = in_place ? src : dst;
+  CUDA_OK(cudaMemcpy(src, in.data(), bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dst, 0xee, bytes + 16));
+  char what[160];
+  snprintf(what, sizeof(what), "allreduce %s %s count %zu %s %s", kDtypeNames[t], kOpNames[op],
+           count, in_place ? "in place" : "out of place", mode_name(mode));
+  if (device_allreduce(team, mode, src, target, count, t, op, stream)) {
+    CUDA_OK(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost));
+    compare(what, t, got, want, count);
+  }
+  cudaFree(src);
+  cudaFree(dst);
+}
+
+void allreduce_matrix() {
+  cohort_team_t team = gpu_team();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const bool quick = opt_int("quick", 0) != 0;
+  std::vector<size_t> counts = {0, 1, 7, 1023, 65537};
+  if (!quick) counts.push_back(size_t{1} << 20);
+  int cases = 0;
+  for (cohort_dtype_t t : kDtypes) {
+    for (cohort_op_t op : kOps) {
+      for (size_t count : counts) {
+        for (bool in_place : {false, true}) {
+          for (Mode mode : {Mode::kBlocking, Mode::kStream, Mode::kGraph}) {
+            // A replayed in-place allreduce reduces its own output again: out of place only.
+            if (mode == Mode::kGraph && in_place) continue;
+            check_case(team, t, op, count, in_place, mode, stream);
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  // The largest messages, for the types people train with.
+  if (!quick) {
+    const size_t big = size_t{1} << opt_int("big-log2", 26);
+    for (cohort_dtype_t t : {COHORT_FLOAT32, COHORT_BFLOAT16}) {
+      for (Mode mode : {Mode::kBlocking, Mode::kStream}) {
+        check_case(team, t, COHORT_SUM, big, false, mode, stream);
+        check_case(team, t, COHORT_SUM, big, true, mode, stream);
+        cases += 2;
+      }
+    }
+  }
+  if (g_rank == 0) printf("allreduce: %d cases on the GPU against the host path\n", cases);
+  cudaStreamDestroy(stream);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+// Wrong kinds and collectives the GPU lacks are named errors, and nothing is left running.
+void refusals() {
+  cohort_team_t team = gpu_team();
+  std::vector<float> host(64, 1.0f);
+  float *device = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&device), 64 * sizeof(float)));
+  cohort_status_t s =
+      cohort_allreduce_stream(team, host.data(), host.data(), 64, COHORT_FLOAT32, COHORT_SUM, 0);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "host memory"),
+        "host buffers on a stream: %s: %s", cohort_status_string(s), cohort_last_error());
+  s = cohort_allreduce(team, host.data(), device, 64, COHORT_FLOAT32, COHORT_SUM);
+  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "recvbuf"),
+        "mixed kinds: %s: %s", cohort_status_string(s), cohort_last_error());
+  s = cohort_broadcast_stream(team, device, device, 64, COHORT_FLOAT32, 0, 0);
+  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "broadcast"),
+        "broadcast on the GPU: %s: %s", cohort_status_string(s), cohort_last_error());
+  // The team still works.
+  CHECK_STATUS(cohort_allreduce(team, device, device, 64, COHORT_FLOAT32, COHORT_SUM),
+               COHORT_SUCCESS);
+  cudaFree(device);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+// Rank --rank never makes the call: it aborts the team instead (abort) or just waits
+// (missing, with COHORT_COLL_TIMEOUT set short).  Every other rank's call ends, naming it.
+void stop_scenario(bool abort) {
+  const int missing = opt_int("rank", g_size - 1);
+  cohort_team_t team = gpu_team();
+  const size_t count = size_t{1} << 20;
+  float *device = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&device), count * sizeof(float)));
+  CUDA_OK(cudaMemset(device, 0, count * sizeof(float)));
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = now_s();
+  if (g_rank == missing) {
+    if (abort) {
+      usleep(500000);
+      CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
+    }
+  } else {
+    cohort_status_t s = cohort_allreduce(team, device, device, count, COHORT_FLOAT32, COHORT_SUM);
+    const double took = now_s() - start;
+    const cohort_status_t want = abort ? COHORT_ERR_ABORTED : COHORT_ERR_TIMEOUT;
+    const std::string who = "rank " + std::to_string(missing);
+    CHECK(s == want && contains(cohort_last_error(), who), "got %s: %s (want %s naming %s)",
+          cohort_status_string(s), cohort_last_error(), cohort_status_string(want), who.c_str());
+    const double limit = opt_double("limit", abort ? 3.0 : 10.0);
+    CHECK(took < limit, "the call ended after %.2f s (limit %.1f s)", took, limit);
+    // The team runs no more collectives, and says why.
+    s = cohort_allreduce(team, device, device, count, COHORT_FLOAT32, COHORT_SUM);
+    CHECK(s == want, "the next call: %s: %s", cohort_status_string(s), cohort_last_error());
+    printf("rank %d: %s after %.2f s: %s\n", g_rank, cohort_status_string(want), took,
+           cohort_last_error());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  cudaFree(device);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+std::string skip_reason(const std::string &) {
+  int gpus = 0;
+  cudaError_t err = cudaGetDeviceCount(&gpus);
+  if (err != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
+  if (gpus == 0) return "no CUDA device (0 devices)";
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  return run_main(argc, argv,
+                  {{"allreduce", allreduce_matrix},
+                   {"refusals", refusals},
+                   {"abort", [] { stop_scenario(true); }},
+                   {"missing", [] { stop_scenario(false); }}},
+                  skip_reason);
+}

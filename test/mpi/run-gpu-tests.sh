@@ -1,0 +1,25 @@
+#!/bin/sh
+# Runs gpu_test (collectives on GPU device memory) at 1-4 ranks of one host, one TAP line
+# each; ranks outnumbering GPUs share them (COHORT_ALLOW_SHARED_GPU=1: run under MPS, see
+# ../shared/device/README.md, or kernels of different ranks take turns and run slowly).
+# Skips with the reason where there is no CUDA build or no GPU.
+# Environment: MPIRUN, GPU_TEST (default ./gpu_test), COHORT_TEST_FILTER (grep -E on names).
+GPU_TEST=${GPU_TEST:-./gpu_test}
+. "$(dirname "$0")/tap-mpirun.sh"
+if [ ! -x "$GPU_TEST" ]; then
+  echo "1..0 # SKIP this Cohort was built without CUDA (no gpu_test)"
+  exit 0
+fi
+export COHORT_ALLOW_SHARED_GPU=1
+tests="1 allreduce
+2 allreduce
+3 allreduce --quick 1
+4 allreduce
+2 refusals
+2 abort
+4 abort --rank 1
+3 missing @COHORT_COLL_TIMEOUT=2"
+if [ -n "${COHORT_TEST_FILTER:-}" ]; then
+  tests=$(printf '%s\n' "$tests" | grep -E "$COHORT_TEST_FILTER")
+fi
+run_tap "$GPU_TEST" 900 "$tests" "on [0-9]* ranks: PASS"
