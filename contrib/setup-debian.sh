@@ -3,7 +3,8 @@
 # from NVIDIA and is found at /usr/local/cuda).  Does nothing when everything is present.
 set -e
 packages="build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
-          libucx-dev libhwloc-dev libxml2-dev libgtest-dev gfortran slurmctld slurmd slurm-client"
+          libucx-dev libhwloc-dev libxml2-dev libgtest-dev gfortran slurmctld slurmd slurm-client
+          clang libclang-rt-14-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

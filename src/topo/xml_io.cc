@@ -294,7 +294,8 @@ const std::string *Element::get(const char *attr) const {
 }
 
 const char *Element::unknown_attribute(std::span<const char *const> allowed) const {
-  for (const auto &[name, value] : attributes_) {
+  for (const auto &attribute : attributes_) {
+    const std::string &name = attribute.first;  // clang before 16 captures no bindings
     auto is_name = [&](const char *known) { return name == known; };
     if (std::none_of(allowed.begin(), allowed.end(), is_name)) return name.c_str();
   }
