@@ -4,7 +4,7 @@
 set -e
 packages="build-essential autoconf automake libtool pkg-config openmpi-bin libopenmpi-dev
           libucx-dev libhwloc-dev libxml2-dev libgtest-dev nlohmann-json3-dev python3-matplotlib
-          gfortran slurmctld slurmd slurm-client"
+          gfortran slurmctld slurmd slurm-client clang libclang-rt-14-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -374,7 +374,7 @@ std::string describe_graph(const Topology &topo, const NodeGraph &graph, int hos
                               channels, channels == 1 ? "" : "s", graph.bw, channels * graph.bw,
                               path_type_name(graph.intra_type));
   if (cross_node) out += strprintf(", GPU-NIC %s", path_type_name(graph.net_type));
-  out += strprintf("; search: %ld steps%s\n", graph.steps,
+  out += strprintf("; search: %ld hops weighed%s\n", graph.steps,
                    graph.fallback ? ", nothing fitted: fallback ring by bus id" : "");
   if (hosts > 1 && !cross_node) {
     out += strprintf("  no ring goes through a NIC (network ports: %zu)\n",

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "topo/bandwidth.h"
 
@@ -72,10 +74,47 @@ PathType default_p2p_level(const std::string &vendor, const std::string &arch) {
   return PathType::kPhb;
 }
 
+const Path Paths::kNoPath;
+
+namespace {
+
+// Collectives start and end at these; PCI switches and the NVSwitch fabric only relay.
+bool is_endpoint(NodeType type) {
+  return type == NodeType::kGpu || type == NodeType::kCpu || type == NodeType::kNic ||
+         type == NodeType::kNet;
+}
+
+// The GPU pairs without peer access, as sorted index pairs (lower first).
+std::vector<std::pair<int, int>> no_p2p_pairs(const Topology &topo) {
+  std::unordered_map<std::string, int> gpu_of_id;
+  for (int g : topo.of_type(NodeType::kGpu)) gpu_of_id.emplace(topo.nodes[g].id, g);
+  std::vector<std::pair<int, int>> pairs;
+  for (const auto &[first, second] : topo.no_p2p) {
+    auto a = gpu_of_id.find(first);
+    auto b = gpu_of_id.find(second);
+    if (a == gpu_of_id.end() || b == gpu_of_id.end()) continue;
+    pairs.emplace_back(std::min(a->second, b->second), std::max(a->second, b->second));
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+}  // namespace
+
+struct Paths::Search {
+  std::vector<Label> labels;
+  std::vector<bool> settled;
+};
+
 Paths::Paths(const Topology &topo, const PathOptions &options) {
   count_ = static_cast<int>(topo.nodes.size());
-  paths_.assign(static_cast<size_t>(count_) * count_, Path{});
-  prev_.assign(static_cast<size_t>(count_) * count_, -1);
+  row_.assign(count_, -1);
+  int rows = 0;
+  for (int node = 0; node < count_; ++node) {
+    if (is_endpoint(topo.nodes[node].type)) row_[node] = rows++;
+  }
+  paths_.assign(static_cast<size_t>(rows) * count_, Path{});
+  prev_.assign(static_cast<size_t>(rows) * count_, -1);
   for (const Link &link : topo.links) link_from_.push_back(link.from);
   p2p_level_ = options.p2p_level;
   if (p2p_level_ == PathType::kCount) {
@@ -83,26 +122,28 @@ Paths::Paths(const Topology &topo, const PathOptions &options) {
     const Node *cpu = cpus.empty() ? nullptr : &topo.nodes[cpus[0]];
     p2p_level_ = cpu ? default_p2p_level(cpu->vendor, cpu->arch) : PathType::kPhb;
   }
-  for (const auto &pair : topo.no_p2p) {
-    int a = topo.find(NodeType::kGpu, pair.first);
-    int b = topo.find(NodeType::kGpu, pair.second);
-    if (a >= 0 && b >= 0) no_p2p_.push_back({std::min(a, b), std::max(a, b)});
+  no_p2p_ = no_p2p_pairs(topo);
+  Search search;
+  for (int source = 0; source < count_; ++source) {
+    if (is_source(source)) compute_from(topo, source, &search);
   }
-  for (int source = 0; source < count_; ++source) compute_from(topo, source);
 }
 
 // Label-setting search over (type, -bw, hops): extending a path never improves its key, so a
 // node settles with the best type and width; see Paths() for what that leaves out.
-void Paths::compute_from(const Topology &topo, int source) {
-  std::vector<Label> labels(count_);
-  std::vector<bool> settled(count_, false);
+void Paths::compute_from(const Topology &topo, int source, Search *search) {
+  std::vector<Label> &labels = search->labels;
+  std::vector<bool> &settled = search->settled;
+  labels.assign(count_, Label{});
+  settled.assign(count_, false);
   labels[source].reached = true;
   // Entries carry their key as pushed; a node pushed again with a better key is settled by
   // that entry, its older entries skipped.
   using Entry = std::tuple<PathType, double, int, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
   queue.push({PathType::kLoc, 0.0, 0, source});
-  int *prev = &prev_[static_cast<size_t>(source) * count_];
+  const size_t row = static_cast<size_t>(row_[source]) * count_;
+  int *prev = &prev_[row];
   while (!queue.empty()) {
     int node = std::get<3>(queue.top());
     queue.pop();
@@ -123,7 +164,7 @@ void Paths::compute_from(const Topology &topo, int source) {
   }
   for (int node = 0; node < count_; ++node) {
     if (!labels[node].reached) continue;
-    Path &path = paths_[static_cast<size_t>(source) * count_ + node];
+    Path &path = paths_[row + node];
     path.type = labels[node].type;
     path.bw = node == source ? kLocalBw : labels[node].bw;
     path.hops = labels[node].hops;
@@ -132,11 +173,7 @@ void Paths::compute_from(const Topology &topo, int source) {
 
 std::vector<int> Paths::route(int from, int to) const {
   std::vector<int> links;
-  const int *prev = &prev_[static_cast<size_t>(from) * count_];
-  for (int node = to; node != from && prev[node] >= 0;) {
-    links.push_back(prev[node]);
-    node = link_from_[prev[node]];
-  }
+  for_each_link(from, to, [&](int l) { links.push_back(l); });
   std::reverse(links.begin(), links.end());
   return links;
 }
@@ -145,8 +182,10 @@ Transport Paths::gpu_transport(int gpu_a, int gpu_b) const {
   if (gpu_a == gpu_b) return Transport::kP2p;
   const Path &path = get(gpu_a, gpu_b);
   if (path.type == PathType::kDis) return Transport::kShm;
-  std::pair<int, int> key{std::min(gpu_a, gpu_b), std::max(gpu_a, gpu_b)};
-  if (std::find(no_p2p_.begin(), no_p2p_.end(), key) != no_p2p_.end()) return Transport::kShm;
+  const std::pair<int, int> key{std::min(gpu_a, gpu_b), std::max(gpu_a, gpu_b)};
+  if (std::binary_search(no_p2p_.begin(), no_p2p_.end(), key)) {
+    return Transport::kShm;
+  }
   return path.type <= p2p_level_ ? Transport::kP2p : Transport::kShm;
 }
 

@@ -1,8 +1,10 @@
 #include "topo/search.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <iterator>
+#include <unordered_map>
 
 #include "topo/bandwidth.h"
 
@@ -31,26 +33,59 @@ std::vector<double> candidate_speeds(const Topology &topo) {
   return speeds;
 }
 
+// Each link's reverse direction (-1 where there is none), found once rather than by a walk
+// over a node's links at every look.
+std::vector<int> reverse_links(const Topology &topo) {
+  std::unordered_map<uint64_t, int> by_ends;
+  auto key = [](int from, int to) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to);
+  };
+  for (size_t l = 0; l < topo.links.size(); ++l) {
+    by_ends.emplace(key(topo.links[l].from, topo.links[l].to), static_cast<int>(l));
+  }
+  std::vector<int> reverse(topo.links.size(), -1);
+  for (size_t l = 0; l < topo.links.size(); ++l) {
+    auto found = by_ends.find(key(topo.links[l].to, topo.links[l].from));
+    if (found != by_ends.end()) reverse[l] = found->second;
+  }
+  return reverse;
+}
+
 class RingSearch {
  public:
   RingSearch(const Topology &topo, const Paths &paths, const std::vector<int> &gpus,
              const SearchOptions &options)
       : topo_(topo), paths_(paths), gpus_(gpus), options_(options) {
     for (const Link &link : topo.links) capacity_.push_back(link.bw);
+    reverse_ = reverse_links(topo);
     nets_ = rank_nets();
     islands_ = direct_islands();
   }
 
+  // The most rings at `bw` there can be: each leaves every GPU in use once, by one of its
+  // links, so no more than the GPU whose links hold the fewest `bw` shares.
+  int ring_bound(double bw) const {
+    int bound = options_.max_channels;
+    for (int g : gpus_) {
+      int shares = 0;
+      for (int l : topo_.nodes[g].links) {
+        shares += static_cast<int>(std::min((capacity_[l] + 1e-9) / bw, 1.0 * kMaxChannels));
+      }
+      bound = std::min(bound, shares);
+    }
+    return bound;
+  }
+
   // At equal bandwidth, the rings with the fewest indirect hops (routes of more than one link).
   // The rings at `bw` as first found; where they take more indirect hops than the direct
-  // islands force, a second search in what is left of `steps` with each ring taking as few as
+  // islands force, a second search in what is left of `work` with each ring taking as few as
   // it can, kept with more rings, or as many and fewer indirect hops in all.
-  NodeGraph at_speed(double bw, long steps) {
-    const long before = steps_left_;
-    NodeGraph first = rings_at(bw, steps, false);
+  NodeGraph at_speed(double bw, long work) {
+    const long before = work_left_;
+    NodeGraph first = rings_at(bw, work, false);
     const int had = indirect_hops(first);
     if (had <= static_cast<int>(first.rings.size()) * least_indirect()) return first;
-    NodeGraph direct = rings_at(bw, steps - (before - steps_left_), true);
+    NodeGraph direct = rings_at(bw, work - (before - work_left_), true);
     if (direct.rings.size() > first.rings.size() ||
         (direct.rings.size() == first.rings.size() && indirect_hops(direct) < had)) {
       return direct;
@@ -58,18 +93,27 @@ class RingSearch {
     return first;
   }
 
-  long steps_left_ = 0;
+  // The budget: hop evaluations (a candidate hop's route weighed against the bandwidth left)
+  // the search may still make.  Each costs about the same, where a recursion step can weigh
+  // every GPU in use.
+  long work_left_ = 0;
 
  private:
-  // As many rings at `bw` as fit; empty when none does.  Spends at most `steps` of the budget.
-  NodeGraph rings_at(double bw, long steps, bool fewest_indirect) {
+  // Charges `hops` evaluations; false once the budget is spent.
+  bool spend(long hops) {
+    work_left_ -= hops;
+    return work_left_ >= 0;
+  }
+
+  // As many rings at `bw` as fit; empty when none does.  Spends at most `work` of the budget.
+  NodeGraph rings_at(double bw, long work, bool fewest_indirect) {
     fewest_indirect_ = fewest_indirect;
     remaining_ = capacity_;
     NodeGraph graph;
     graph.bw = bw;
-    long reserve = std::max(steps_left_ - steps, 0L);
-    steps_left_ -= reserve;
-    while (static_cast<int>(graph.rings.size()) < options_.max_channels && steps_left_ > 0 &&
+    long reserve = std::max(work_left_ - work, 0L);
+    work_left_ -= reserve;
+    while (static_cast<int>(graph.rings.size()) < options_.max_channels && work_left_ > 0 &&
            connected(bw)) {
       std::vector<int> ring;
       int net = -1;
@@ -77,7 +121,7 @@ class RingSearch {
       graph.rings.push_back(ring);
       graph.nets.push_back(net);
     }
-    steps_left_ += reserve;
+    work_left_ += reserve;
     return graph;
   }
 
@@ -110,7 +154,7 @@ class RingSearch {
         stack.pop_back();
         for (int l : topo_.nodes[node].links) {
           const Link &out = topo_.links[l];
-          int back = topo_.link_between(out.to, node);
+          const int back = reverse_[l];
           double left = forward ? remaining_[l] : (back >= 0 ? remaining_[back] : 0);
           if (seen[out.to] || left < bw - 1e-9) continue;
           seen[out.to] = true;
@@ -127,7 +171,7 @@ class RingSearch {
   bool any_port_free(double bw) const {
     for (int net : nets_) {
       for (int l : topo_.nodes[net].links) {
-        int back = topo_.link_between(topo_.links[l].to, net);
+        const int back = reverse_[l];
         if (remaining_[l] >= bw - 1e-9 && back >= 0 && remaining_[back] >= bw - 1e-9) return true;
       }
     }
@@ -136,25 +180,23 @@ class RingSearch {
 
   bool fits(int from, int to, double bw) const {
     if (from != to && paths_.get(from, to).type == PathType::kDis) return false;
-    for (int l : paths_.route(from, to)) {
-      if (remaining_[l] < bw - 1e-9) return false;
-    }
-    return true;
+    return free_bw(from, to) >= bw - 1e-9;
   }
 
   void take(int from, int to, double bw) {
-    for (int l : paths_.route(from, to)) remaining_[l] -= bw;
+    paths_.for_each_link(from, to, [&](int l) { remaining_[l] -= bw; });
   }
 
   // What is left of the narrowest link from -> to after the rings placed so far.
   double free_bw(int from, int to) const {
     double free = 1e300;
-    for (int l : paths_.route(from, to)) free = std::min(free, remaining_[l]);
+    paths_.for_each_link(from, to, [&](int l) { free = std::min(free, remaining_[l]); });
     return free;
   }
 
   // GPUs ordered as a ring's next hop from `from`: best path type, then the most bandwidth
-  // still free (so later rings take the routes earlier ones left), then index.
+  // still free (so later rings take the routes earlier ones left), then index.  Weighs every
+  // candidate: the caller pays for them.
   std::vector<int> hop_order(int from, const std::vector<int> &candidates) const {
     std::vector<std::pair<int, double>> keyed;
     for (int g : candidates) keyed.push_back({g, free_bw(from, g)});
@@ -177,7 +219,7 @@ class RingSearch {
       const auto type = static_cast<PathType>(tier);
       auto at_tier = [&] { return ring_through_a_port(bw, channel, type, ring, net); };
       if (allowing_indirect(at_tier)) return true;
-      if (steps_left_ <= 0) return false;
+      if (work_left_ <= 0) return false;
     }
     return false;
   }
@@ -191,7 +233,7 @@ class RingSearch {
         *net = candidate;
         return true;
       }
-      if (steps_left_ <= 0) return false;
+      if (work_left_ <= 0) return false;
     }
     return false;
   }
@@ -251,32 +293,36 @@ class RingSearch {
       indirect_left_ = allowed;
       capped_ = false;
       if (attempt()) return true;
-      if (steps_left_ <= 0 || !capped_) return false;
+      if (work_left_ <= 0 || !capped_) return false;
     }
     return false;
   }
 
   // Enter at a GPU within `tier` of `net`, leave from another, closest first.
   bool ring_through_net(int net, double bw, PathType tier, std::vector<int> *ring) {
+    if (!spend(static_cast<long>(gpus_.size()))) return false;
     std::vector<int> ends;
     for (int g : hop_order(net, gpus_)) {
       if (paths_.get(net, g).type <= tier && paths_.get(g, net).type <= tier) ends.push_back(g);
     }
     for (int entry : ends) {
+      if (!spend(1)) break;
       if (!fits(net, entry, bw)) continue;
       take(net, entry, bw);
       for (int exit : ends) {
         // Pairs within a narrower tier failed already.
         bool new_at_tier =
             std::max(paths_.get(net, entry).type, paths_.get(exit, net).type) == tier;
-        if (!new_at_tier || (exit == entry && gpus_.size() > 1) || !fits(exit, net, bw)) continue;
+        if (!new_at_tier || (exit == entry && gpus_.size() > 1)) continue;
+        if (!spend(1)) break;
+        if (!fits(exit, net, bw)) continue;
         take(exit, net, bw);
         if (ring_from(entry, exit, bw, ring)) return true;
         take(exit, net, -bw);
-        if (steps_left_ <= 0) break;
+        if (work_left_ <= 0) break;
       }
       take(net, entry, -bw);
-      if (steps_left_ <= 0) break;
+      if (work_left_ <= 0) break;
     }
     return false;
   }
@@ -301,8 +347,9 @@ class RingSearch {
     for (int g : gpus_) {
       if (!(*used)[g]) free.push_back(g);
     }
+    if (!spend(static_cast<long>(free.size()))) return false;
     for (int next : hop_order(last, free)) {
-      if (--steps_left_ < 0) return false;
+      if (!spend(1)) return false;
       const int cost = indirect(last, next) ? 1 : 0;
       if (cost > indirect_left_) capped_ = true;
       if (cost > indirect_left_ || !fits(last, next, bw)) continue;
@@ -327,7 +374,7 @@ class RingSearch {
       capped_ = true;
       return false;
     }
-    if (!fits(last, to, bw)) return false;
+    if (!spend(1) || !fits(last, to, bw)) return false;
     take(last, to, bw);
     if (exit >= 0) ring->push_back(exit);
     return true;
@@ -339,6 +386,7 @@ class RingSearch {
   const SearchOptions &options_;
   std::vector<double> capacity_;
   std::vector<double> remaining_;
+  std::vector<int> reverse_;  // per link, the opposite direction
   std::vector<int> nets_;
   int islands_ = 1;
   bool fewest_indirect_ = false;
@@ -401,16 +449,18 @@ NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vect
     return graph;
   }
   RingSearch search(topo, paths, gpus, options);
-  search.steps_left_ = options.budget;
+  search.work_left_ = options.budget;
   NodeGraph best;
   std::vector<double> speeds = candidate_speeds(topo);
   // Each speed gets a share of the budget, so one hard speed cannot starve the slower ones.
   const long share = std::max(options.budget / static_cast<long>(speeds.size()), 1L);
   for (double speed : speeds) {
-    if (search.steps_left_ <= 0) break;
+    if (search.work_left_ <= 0) break;
+    const double to_beat = best.rings.empty() ? 0 : kClearGain * best.rings.size() * best.bw;
+    // Spare the search a speed whose every ring together could not replace the best.
+    if (search.ring_bound(speed) * speed <= to_beat) continue;
     NodeGraph graph = search.at_speed(speed, share);
-    double total = graph.rings.size() * speed;
-    if (total > (best.rings.empty() ? 0 : kClearGain * best.rings.size() * best.bw)) best = graph;
+    if (graph.rings.size() * speed > to_beat) best = graph;
     // Slower speeds cannot beat the best once even a full set of channels would not.
     if (best.rings.size() * best.bw >= options.max_channels * speed - 1e-9) break;
   }
@@ -418,7 +468,7 @@ NodeGraph search_rings(const Topology &topo, const Paths &paths, const std::vect
     best = fallback_graph(topo, gpus, options.cross_node);
     best.bw = 0;
   }
-  best.steps = options.budget - std::max(search.steps_left_, 0L);
+  best.steps = options.budget - std::max(search.work_left_, 0L);
   measure_graph(topo, paths, &best);
   return best;
 }

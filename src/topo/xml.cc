@@ -3,6 +3,7 @@
 #include <libxml/tree.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <span>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "topo/bandwidth.h"
+#include "topo/rules.h"
 #include "topo/xml_io.h"
 
 namespace cohort::topo {
@@ -106,7 +108,9 @@ void write_link(DocWriter *writer, const Topology &topo, const Link &link) {
 // Reads a parsed document into a Topology, naming the file and line in every error.
 class Loader : xml_io::Reader {
  public:
-  explicit Loader(const std::string &source) : Reader("topology", source) {}
+  // Users write topology files by hand: no DTD, so no entity can blow a file up.
+  explicit Loader(const std::string &source)
+      : Reader("topology", source, xml_io::Doctype::kRefused) {}
   using Reader::parse;
   Status load(xmlNode *root, Topology *out);
 
@@ -114,22 +118,32 @@ class Loader : xml_io::Reader {
   Status read_root(xmlNode *root);
   Status read_nodes(xmlNode *root);
   Status read_node(xmlNode *element, NodeType type);
+  Status check_node_count(const Element &e, NodeType type);
   Status read_node_id(const Element &e, NodeType type, std::string *id) const;
   Status read_node_details(const Element &e, Node *node) const;
+  Status read_speed(const Element &e, double *gbps) const;
+  Status check_unique_identity(const Element &e, const Node &node);
   Status read_relations(xmlNode *root);
   Status read_link(xmlNode *element);
   Status read_link_numbers(const Element &e, LinkType type, Link *link, double *bw_back) const;
+  Status read_bandwidth(const Element &e, const char *attr, double *bw) const;
+  Status check_link_ends(const Element &e, LinkType type, int a, int b) const;
   Status resolve(const Element &e, const char *attr, int *index) const;
   Status read_no_p2p(xmlNode *element);
   Status read_assumed(xmlNode *element);
   double table_bw(LinkType type, int a, int b, int count, int gen, int width) const;
   const Node *end_of_type(int a, int b, NodeType type) const;
+  Status check_gpus_reach_a_cpu() const;
   Status finish(Topology *out);
 
   Topology topo_;
   std::map<std::pair<NodeType, std::string>, long> node_lines_;
+  std::vector<long> line_of_node_;  // by node index, before canonicalize()
   std::multimap<std::string, int> nodes_by_id_;
   std::map<std::pair<int, int>, long> link_lines_;
+  int nodes_of_type_[static_cast<int>(NodeType::kCount)] = {};
+  std::map<std::string, int> gpu_of_uuid_;  // lower-case uuid -> node
+  std::map<int, int> cpu_of_numa_;
 };
 
 Status Loader::load(xmlNode *root, Topology *out) {
@@ -146,6 +160,11 @@ Status Loader::read_root(xmlNode *root) {
   const Element e(root);
   if (const std::string *host = e.get("host")) topo_.host = *host;
   return COHORT_SUCCESS;
+}
+
+std::string lower_case(std::string text) {
+  for (char &c : text) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return text;
 }
 
 bool is_relation_element(const char *name) {
@@ -167,6 +186,7 @@ Status Loader::read_node(xmlNode *element, NodeType type) {
   Element e(element);
   if (Status s = check_attributes(e, node_attributes(type)); is_error(s)) return s;
   if (Status s = check_leaf(element); is_error(s)) return s;
+  if (Status s = check_node_count(e, type); is_error(s)) return s;
   Node node;
   node.type = type;
   if (Status s = read_node_id(e, type, &node.id); is_error(s)) return s;
@@ -176,8 +196,53 @@ Status Loader::read_node(xmlNode *element, NodeType type) {
     return fail_attr(e, "id",
                      strprintf("duplicate %s id (first on line %ld)", e.name(), first->second));
   }
+  if (Status s = check_unique_identity(e, node); is_error(s)) return s;
   const std::string id = node.id;
-  nodes_by_id_.emplace(id, topo_.add_node(std::move(node)));
+  const int index = topo_.add_node(std::move(node));
+  nodes_by_id_.emplace(id, index);
+  line_of_node_.push_back(e.line());
+  if (type == NodeType::kGpu && !topo_.nodes[index].uuid.empty()) {
+    gpu_of_uuid_.emplace(lower_case(topo_.nodes[index].uuid), index);
+  }
+  if (type == NodeType::kCpu && topo_.nodes[index].numa >= 0) {
+    cpu_of_numa_.emplace(topo_.nodes[index].numa, index);
+  }
+  return COHORT_SUCCESS;
+}
+
+// Counted as they come, so that a file of a million nodes is refused at the first too many.
+Status Loader::check_node_count(const Element &e, NodeType type) {
+  if (static_cast<int>(topo_.nodes.size()) >= rules::kMaxNodes) {
+    return fail_at(e.line(), strprintf("<%s>: one node too many (rule: at most %d nodes per host)",
+                                       e.name(), rules::kMaxNodes));
+  }
+  const int max = rules::max_nodes_of(type);
+  if (max > 0 && nodes_of_type_[static_cast<int>(type)] >= max) {
+    return fail_at(e.line(), strprintf("<%s>: one too many (rule: at most %d %s)", e.name(), max,
+                                       rules::limit_name(type)));
+  }
+  ++nodes_of_type_[static_cast<int>(type)];
+  return COHORT_SUCCESS;
+}
+
+// A GPU's uuid and a CPU's NUMA node name one device each: two nodes with one would be one
+// device counted twice.
+Status Loader::check_unique_identity(const Element &e, const Node &node) {
+  if (node.type == NodeType::kGpu && !node.uuid.empty()) {
+    auto same = gpu_of_uuid_.find(lower_case(node.uuid));
+    if (same == gpu_of_uuid_.end()) return COHORT_SUCCESS;
+    return fail_attr(e, "uuid",
+                     strprintf("also the uuid of gpu %s on line %ld (rule: GPU uuids are unique)",
+                               topo_.nodes[same->second].id.c_str(), line_of_node_[same->second]));
+  }
+  if (node.type == NodeType::kCpu && node.numa >= 0) {
+    auto same = cpu_of_numa_.find(node.numa);
+    if (same == cpu_of_numa_.end()) return COHORT_SUCCESS;
+    return fail_attr(e, "numa",
+                     strprintf("also the NUMA node of %s on line %ld (rule: one CPU per NUMA "
+                               "node)",
+                               topo_.nodes[same->second].id.c_str(), line_of_node_[same->second]));
+  }
   return COHORT_SUCCESS;
 }
 
@@ -205,11 +270,21 @@ Status Loader::read_node_details(const Element &e, Node *node) const {
       text("vendor", &node->vendor);
       return read_int(e, "numa", -1, kMaxNuma, &node->numa);
     case NodeType::kNic:
-    case NodeType::kNet:
-      text("name", &node->name);
-      return read_number(e, "speed", true, &node->speed_gbps);
+    case NodeType::kNet: text("name", &node->name); return read_speed(e, &node->speed_gbps);
     default: return COHORT_SUCCESS;
   }
+}
+
+// Gb/s: 0 (unknown), or a rate whose bytes per second are a physical link bandwidth.
+Status Loader::read_speed(const Element &e, double *gbps) const {
+  if (Status s = read_number(e, "speed", true, gbps); is_error(s)) return s;
+  if (*gbps == 0 || (*gbps >= 8 * rules::kMinBw && *gbps <= 8 * rules::kMaxBw)) {
+    return COHORT_SUCCESS;
+  }
+  return fail_attr(e, "speed",
+                   strprintf("out of range: 0 (unknown) or %g..%g Gb/s (rule: bandwidth is "
+                             "physical)",
+                             8 * rules::kMinBw, 8 * rules::kMaxBw));
 }
 
 // Second pass: links, peer-access exceptions and assumptions.
@@ -275,6 +350,12 @@ Status Loader::read_link(xmlNode *element) {
                                        quoted(*e.get("a")).c_str(), quoted(*e.get("b")).c_str(),
                                        first->second));
   }
+  if (static_cast<int>(link_lines_.size()) > rules::kMaxLinks) {
+    return fail_at(e.line(), strprintf("<link>: one link too many (rule: at most %d links per "
+                                       "host)",
+                                       rules::kMaxLinks));
+  }
+  if (Status s = check_link_ends(e, type, a, b); is_error(s)) return s;
   if (link.bw < 0) link.bw = table_bw(type, a, b, link.count, link.pci_gen, link.pci_width);
   topo_.connect(a, b, type, link.bw, bw_back, link.count, link.pci_gen, link.pci_width);
   return COHORT_SUCCESS;
@@ -291,8 +372,34 @@ Status Loader::read_link_numbers(const Element &e, LinkType type, Link *link,
   if (Status s = read_int(e, "count", 1, kMaxNvlinkCount, &link->count); is_error(s)) return s;
   if (Status s = read_int(e, "gen", 1, kMaxPciGen, &link->pci_gen); is_error(s)) return s;
   if (Status s = read_int(e, "width", 1, kMaxPciWidth, &link->pci_width); is_error(s)) return s;
-  if (Status s = read_number(e, "bw", false, &link->bw); is_error(s)) return s;
-  return read_number(e, "bw_back", false, bw_back);
+  if (Status s = read_bandwidth(e, "bw", &link->bw); is_error(s)) return s;
+  return read_bandwidth(e, "bw_back", bw_back);
+}
+
+// GB/s, finite, within what links can be: a file's 1e308 or 4e-320 would make every sum of
+// bandwidths infinite or every ratio of them meaningless.
+Status Loader::read_bandwidth(const Element &e, const char *attr, double *bw) const {
+  double value = 0;
+  if (Status s = read_number(e, attr, false, &value); is_error(s)) return s;
+  if (e.get(attr) == nullptr) return COHORT_SUCCESS;
+  if (value < rules::kMinBw || value > rules::kMaxBw) {
+    return fail_attr(e, attr,
+                     strprintf("out of range %g..%g GB/s (rule: bandwidth is physical)",
+                               rules::kMinBw, rules::kMaxBw));
+  }
+  *bw = value;
+  return COHORT_SUCCESS;
+}
+
+Status Loader::check_link_ends(const Element &e, LinkType type, int a, int b) const {
+  const Node &x = topo_.nodes[a];
+  const Node &y = topo_.nodes[b];
+  const char *problem = rules::link_ends_problem(type, x.type, y.type);
+  if (problem == nullptr) return COHORT_SUCCESS;
+  return fail_at(e.line(), strprintf("<link type=\"%s\"> between %s %s and %s %s: %s (rule: link "
+                                     "type matches its ends)",
+                                     link_type_name(type), node_type_name(x.type), x.id.c_str(),
+                                     node_type_name(y.type), y.id.c_str(), problem));
 }
 
 const Node *Loader::end_of_type(int a, int b, NodeType type) const {
@@ -336,8 +443,9 @@ Status Loader::read_no_p2p(xmlNode *element) {
   for (int i = 0; i < 2; ++i) {
     if (Status s = require(e, attrs[i], &ids[i]); is_error(s)) return s;
     ids[i] = normalize_bus_id(ids[i]);
-    if (topo_.find(NodeType::kGpu, ids[i]) < 0)
+    if (node_lines_.count({NodeType::kGpu, ids[i]}) == 0) {
       return fail_attr(e, attrs[i], "no gpu with this id");
+    }
   }
   if (ids[0] == ids[1]) return fail_attr(e, "b", "a GPU paired with itself");
   topo_.no_p2p.emplace_back(ids[0], ids[1]);
@@ -354,7 +462,17 @@ Status Loader::read_assumed(xmlNode *element) {
   return COHORT_SUCCESS;
 }
 
+Status Loader::check_gpus_reach_a_cpu() const {
+  const std::vector<int> stranded = rules::gpus_without_cpu(topo_);
+  if (stranded.empty()) return COHORT_SUCCESS;
+  const int gpu = stranded.front();
+  return fail_at(line_of_node_[gpu],
+                 strprintf("gpu %s: no PCI path to any CPU (rule: every GPU reaches a CPU)",
+                           topo_.nodes[gpu].id.c_str()));
+}
+
 Status Loader::finish(Topology *out) {
+  if (Status s = check_gpus_reach_a_cpu(); is_error(s)) return s;
   if (Status s = validate(topo_); is_error(s)) {
     std::string what = last_error();
     constexpr std::string_view kPrefix = "topology: ";

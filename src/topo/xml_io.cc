@@ -46,21 +46,24 @@ T *checked(T *pointer) {
 }
 
 // Model strings come from the OS (host names, sysfs).  XML cannot carry invalid UTF-8 or most
-// control characters, so those become '?' rather than making the dump unloadable.
+// control characters, so those become '?', and a value longer than readers accept is cut,
+// rather than making the dump unloadable.
 std::string xml_safe(const std::string &text) {
   std::string out;
-  out.reserve(text.size());
+  out.reserve(std::min(text.size(), kMaxAttributeBytes));
   size_t at = 0;
   while (at < text.size()) {
     int len = static_cast<int>(std::min<size_t>(text.size() - at, 4));
     int c = xmlGetUTF8Char(xml_chars(text.data() + at), &len);
-    if (c < 0 || len <= 0 || !xmlIsCharQ(c)) {
+    const bool representable = c >= 0 && len > 0 && xmlIsCharQ(c);
+    const size_t bytes = representable ? static_cast<size_t>(len) : 1;
+    if (out.size() + bytes > kMaxAttributeBytes) break;
+    if (representable) {
+      out.append(text, at, bytes);
+    } else {
       out += '?';
-      ++at;
-      continue;
     }
-    out.append(text, at, static_cast<size_t>(len));
-    at += static_cast<size_t>(len);
+    at += bytes;
   }
   return out;
 }
@@ -174,6 +177,19 @@ void isolate_from_global_defaults(xmlParserCtxt *parser) {
       ~(XML_PARSE_NOENT | XML_PARSE_DTDLOAD | XML_PARSE_DTDATTR | XML_PARSE_DTDVALID);
 }
 
+// libxml2 reports a DOCTYPE's name before it reads the internal subset: a Reader that refuses
+// DOCTYPEs stops the parse right there.
+struct DoctypeStop {
+  long line = 0;  // where the DOCTYPE was met; 0 none
+};
+
+void stop_at_doctype(void *context, const xmlChar *, const xmlChar *, const xmlChar *) {
+  auto *parser = static_cast<xmlParserCtxt *>(context);
+  auto *stop = static_cast<DoctypeStop *>(parser->_private);
+  stop->line = parser->input != nullptr ? std::max(parser->input->line, 1) : 1;
+  xmlStopParser(parser);
+}
+
 // libxml2 records the line where a text node ends; the line to report is that of its first
 // non-blank character.  Other nodes (CDATA, entity references) take the line where the text
 // before them ends, which is where they start.
@@ -246,6 +262,13 @@ std::string DocWriter::finish() {
 
 // ------------------------------------------------------------------------------- reading
 
+// "x:gpu" for <x:gpu>, "gpu" for an element without a prefix.
+std::string qualified_name(xmlNode *element) {
+  const char *prefix =
+      element->ns != nullptr && element->ns->prefix != nullptr ? c_chars(element->ns->prefix) : "";
+  return std::string(prefix) + (*prefix != '\0' ? ":" : "") + c_chars(element->name);
+}
+
 bool is_named(xmlNode *element, const char *name) {
   return element->ns == nullptr && strcmp(c_chars(element->name), name) == 0;
 }
@@ -271,7 +294,8 @@ const std::string *Element::get(const char *attr) const {
 }
 
 const char *Element::unknown_attribute(std::span<const char *const> allowed) const {
-  for (const auto &[name, value] : attributes_) {
+  for (const auto &attribute : attributes_) {
+    const std::string &name = attribute.first;  // clang before 16 captures no bindings
     auto is_name = [&](const char *known) { return name == known; };
     if (std::none_of(allowed.begin(), allowed.end(), is_name)) return name.c_str();
   }
@@ -293,10 +317,21 @@ Status Reader::parse(const std::string &text, XmlDoc *doc) const {
   }
   xmlCtxtUseOptions(parser.get(), XML_PARSE_NONET | XML_PARSE_BIG_LINES);
   isolate_from_global_defaults(parser.get());
+  DoctypeStop doctype;
+  if (doctype_ == Doctype::kRefused) {
+    parser->_private = &doctype;  // the context is the SAX callbacks' user data
+    parser->sax->internalSubset = &stop_at_doctype;
+  }
   ErrorCapture capture(parser.get());
   xmlParseDocument(parser.get());
   doc->reset(parser->myDoc);
   parser->myDoc = nullptr;
+  if (doctype.line > 0) {
+    doc->reset();
+    return fail_at(doctype.line, strprintf("<!DOCTYPE>: %s files take no DTD and no entities "
+                                           "(rule: no DOCTYPE)",
+                                           kind_));
+  }
   if (parser->wellFormed && *doc != nullptr) return COHORT_SUCCESS;
   int line = capture.line();
   std::string what = capture.message();
@@ -326,18 +361,23 @@ Status Reader::fail_file(const std::string &what) const {
 }
 
 Status Reader::fail_unknown_element(xmlNode *element) const {
-  const char *prefix =
-      element->ns != nullptr && element->ns->prefix != nullptr ? c_chars(element->ns->prefix) : "";
-  return fail_at(line_of(element), strprintf("unknown element <%s%s%s>", prefix,
-                                             *prefix != '\0' ? ":" : "", c_chars(element->name)));
+  return fail_at(line_of(element),
+                 strprintf("unknown element <%s>", qualified_name(element).c_str()));
 }
 
 Status Reader::check_root(xmlNode *root, const char *root_name,
                           std::span<const char *const> allowed, int version) const {
   if (root == nullptr) return fail_at(1, "no root element");
   Element e(root);
+  if (root->ns != nullptr && strcmp(e.name(), root_name) == 0) {
+    const char *uri = root->ns->href != nullptr ? c_chars(root->ns->href) : "";
+    return fail_at(e.line(), strprintf("root element <%s> is in namespace '%s'; Cohort %s files "
+                                       "use no namespace",
+                                       root_name, uri, kind_));
+  }
   if (root->ns != nullptr || strcmp(e.name(), root_name) != 0) {
-    return fail_at(e.line(), strprintf("root element is <%s>, expected <%s>", e.name(), root_name));
+    return fail_at(e.line(), strprintf("root element is <%s>, expected <%s>",
+                                       qualified_name(root).c_str(), root_name));
   }
   if (Status s = check_attributes(e, allowed); is_error(s)) return s;
   std::string text;
@@ -352,11 +392,23 @@ Status Reader::check_root(xmlNode *root, const char *root_name,
 
 Status Reader::check_attributes(const Element &e, std::span<const char *const> allowed) const {
   const char *unknown = e.unknown_attribute(allowed);
-  if (unknown == nullptr) return COHORT_SUCCESS;
+  if (unknown == nullptr) return check_lengths(e, allowed);
   std::string names;
   for (const char *name : allowed) names += (names.empty() ? "" : ", ") + std::string(name);
   return fail_at(e.line(), strprintf("%s: unknown attribute '%s' (allowed: %s)", e.name(), unknown,
                                      names.c_str()));
+}
+
+Status Reader::check_lengths(const Element &e, std::span<const char *const> names) const {
+  for (const char *name : names) {
+    const std::string *value = e.get(name);
+    if (value == nullptr || value->size() <= kMaxAttributeBytes) continue;
+    return fail_attr(e, name,
+                     strprintf("%zu bytes, more than the %zu an attribute may hold "
+                               "(rule: attribute length)",
+                               value->size(), kMaxAttributeBytes));
+  }
+  return COHORT_SUCCESS;
 }
 
 Status Reader::check_text(xmlNode *child) const {

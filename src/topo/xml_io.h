@@ -22,6 +22,8 @@ inline const char *c_chars(const xmlChar *text) { return reinterpret_cast<const 
 
 // `element` is <name>, in no namespace.
 bool is_named(xmlNode *element, const char *name);
+// The element's name as written, with its namespace prefix ("x:gpu").
+std::string qualified_name(xmlNode *element);
 
 // Lines count from 1; libxml2 answers 0 or -1 when it does not know.
 inline long line_of(xmlNode *node) { return std::max(xmlGetLineNo(node), 1L); }
@@ -37,6 +39,11 @@ std::string format_number(double value);
 // Renders an attribute value for a message, cut short when a file holds something huge.
 std::string quoted(const std::string &value);
 
+// The longest attribute value a file may hold.  Real values are ids, numbers, host names
+// (<= 255 bytes) and assumption texts of a few hundred bytes; the writer cuts longer model
+// strings to this, so that every dump loads again.
+constexpr size_t kMaxAttributeBytes = 4096;
+
 // Builds a document under the root element `root_name`.  Indentation is written as text nodes
 // rather than by libxml2's formatter, whose indent string is a thread-global setting the
 // application could change.  Throws std::bad_alloc when libxml2 runs out of memory.
@@ -47,7 +54,8 @@ class DocWriter {
   xmlNode *root() const { return root_; }
   // A new last child of `parent` (the root when null), on a line of its own.
   xmlNode *add(const char *name, xmlNode *parent = nullptr);
-  // Strings XML cannot carry (invalid UTF-8, most control characters) are written as '?'.
+  // Strings XML cannot carry (invalid UTF-8, most control characters) are written as '?';
+  // values longer than kMaxAttributeBytes are cut there, at a character boundary.
   static void set(xmlNode *element, const char *name, const std::string &value);
   // The document's text, UTF-8, one element per line.
   std::string finish();
@@ -73,13 +81,19 @@ class Element {
   std::vector<std::pair<std::string, std::string>> attributes_;
 };
 
+// What parse() does with a DOCTYPE.  Parsed: its declarations are read, but no DTD or external
+// entity is loaded and no entity substituted.  Refused: an error before libxml2 reads any of
+// it, so no entity can cost anything (an internal one named 2000 times expands quadratically).
+enum class Doctype { kParsed, kRefused };
+
 // Parses and checks one file.  Every error is COHORT_ERR_INVALID_ARG and reads
 // "<kind> file <source> line N: <what>" ("topology file f.xml line 12: ...").
 class Reader {
  public:
-  Reader(const char *kind, std::string source) : kind_(kind), source_(std::move(source)) {}
+  Reader(const char *kind, std::string source, Doctype doctype = Doctype::kParsed)
+      : kind_(kind), source_(std::move(source)), doctype_(doctype) {}
 
-  // Never crashes on any input; loads no DTD or external entity and touches no network.
+  // Never crashes on any input and touches no network.
   Status parse(const std::string &text, XmlDoc *doc) const;
 
   Status fail_at(long line, const std::string &what) const;
@@ -92,6 +106,7 @@ class Reader {
   // The root is <root_name> with only `allowed` attributes and version="`version`".
   Status check_root(xmlNode *root, const char *root_name, std::span<const char *const> allowed,
                     int version) const;
+  // Only `allowed` attributes, none longer than kMaxAttributeBytes.
   Status check_attributes(const Element &e, std::span<const char *const> allowed) const;
   // No child elements and no text: whitespace and comments only.
   Status check_leaf(xmlNode *element) const;
@@ -119,8 +134,11 @@ class Reader {
   const std::string &source() const { return source_; }
 
  private:
+  Status check_lengths(const Element &e, std::span<const char *const> names) const;
+
   const char *kind_;  // "topology", "graph"
   std::string source_;
+  Doctype doctype_;
 };
 
 // Reads a whole file (at most 16 MiB: COHORT_..._FILE=/dev/zero must not hang).  Errors are

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "topo/bandwidth.h"
+#include "topo/rules.h"
 #include "topo_fixture.h"
 
 namespace cohort::topo {
@@ -53,6 +54,7 @@ TEST(TopoPaths, EveryRouteWalksFromSourceToTargetAtThePathsWidth) {
     Paths paths(topo);
     const int n = static_cast<int>(topo.nodes.size());
     for (int a = 0; a < n; ++a) {
+      if (!paths.is_source(a)) continue;
       EXPECT_EQ(paths.get(a, a).type, PathType::kLoc);
       EXPECT_TRUE(paths.route(a, a).empty());
       for (int b = 0; b < n; ++b) {
@@ -70,8 +72,27 @@ TEST(TopoPaths, EveryRouteWalksFromSourceToTargetAtThePathsWidth) {
         }
         EXPECT_EQ(at, b);
         EXPECT_DOUBLE_EQ(path.bw, narrowest);
-        EXPECT_EQ(path.type, paths.get(b, a).type);
+        if (paths.is_source(b)) {
+          EXPECT_EQ(path.type, paths.get(b, a).type);
+        }
       }
+    }
+  }
+}
+
+// Paths leave GPUs, CPUs, NICs and network ports; switches only relay, and have no row.
+TEST(TopoPaths, OnlyEndpointsAreSources) {
+  for (const char *name : kReferenceMachines) {
+    SCOPED_TRACE(name);
+    Topology topo = load_reference(name);
+    Paths paths(topo);
+    for (size_t a = 0; a < topo.nodes.size(); ++a) {
+      const NodeType type = topo.nodes[a].type;
+      const bool relay_only = type == NodeType::kPci || type == NodeType::kNvSwitch;
+      EXPECT_EQ(paths.is_source(static_cast<int>(a)), !relay_only) << topo.nodes[a].id;
+      if (!relay_only) continue;
+      EXPECT_EQ(paths.get(static_cast<int>(a), 0).type, PathType::kDis);
+      EXPECT_TRUE(paths.route(static_cast<int>(a), 0).empty());
     }
   }
 }
@@ -359,6 +380,25 @@ TEST(TopoPaths, UnreachablePairHasNoRoute) {
   EXPECT_TRUE(paths.route(a, b).empty());
   EXPECT_EQ(paths.gpu_transport(a, b), Transport::kShm);
   EXPECT_EQ(paths.gpu_transport(a, a), Transport::kP2p);
+}
+
+// Paths are searched from endpoints only, so the largest host a file may describe (4096 nodes,
+// nearly all PCI switches) takes milliseconds where a table over all node pairs took 2.5 s.
+TEST(TopoPaths, LargestHostAllowedTakesWellUnderASecond) {
+  const Topology topo = parse(pcie_tree_xml(rules::kMaxNodes));
+  ASSERT_EQ(topo.nodes.size(), static_cast<size_t>(rules::kMaxNodes));
+  Paths paths;
+  EXPECT_LT(seconds_of([&] { paths = Paths(topo); }), 1.0);
+  int sources = 0;
+  for (size_t n = 0; n < topo.nodes.size(); ++n) sources += paths.is_source(static_cast<int>(n));
+  EXPECT_EQ(sources, 1 + 16 + 4 + 4);  // the CPU, GPUs, NICs and their ports
+  const std::vector<int> gpus = all_gpus(topo);
+  const std::vector<int> nics = topo.of_type(NodeType::kNic);
+  for (int a : gpus) {  // each on a switch of its own below the first: never through the CPU
+    for (int b : gpus) EXPECT_EQ(paths.get(a, b).type, a == b ? PathType::kLoc : PathType::kPxb);
+  }
+  EXPECT_EQ(paths.get(nics.back(), gpus.front()).type, PathType::kPxb);
+  EXPECT_EQ(paths.get(gpus.front(), topo.find(NodeType::kCpu, "cpu0")).type, PathType::kPhb);
 }
 
 }  // namespace cohort::topo

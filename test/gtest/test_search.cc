@@ -241,4 +241,37 @@ TEST(TopoSearch, SubsetOfGpusAndSingleGpu) {
   EXPECT_TRUE(search_rings(topo, paths, {}, SearchOptions{}).rings.empty());
 }
 
+// The budget counts hop evaluations.  256 GPUs on one CPU (the most a host may have): each
+// GPU's one link carries one ring at its full rate, found by taking the first fit at every hop,
+// which weighs 255 + 254 + ... + 1 candidates, tries one a hop and the closing hop.
+TEST(TopoSearch, MostGpusAHostMayHaveFindTheBestRingFast) {
+  const Topology topo = gpus_on_one_cpu(256);
+  const Paths paths(topo);
+  NodeGraph graph;
+  EXPECT_LT(seconds_of([&] { graph = search(topo, paths); }), 1.0);
+  EXPECT_FALSE(graph.fallback);
+  ASSERT_EQ(graph.rings.size(), 1u);
+  EXPECT_DOUBLE_EQ(graph.bw, pci_bw(4, 16));
+  expect_each_gpu_once(graph, all_gpus(topo));
+  EXPECT_EQ(graph.steps, 255 * 256 / 2 + 255 + 1);
+}
+
+// Beyond what a file may describe the search still ends within its budget of work; a budget
+// large enough for the ring's ~500k hop evaluations finds it.
+TEST(TopoSearch, ThousandGpusStayWithinTheBudget) {
+  const Topology topo = gpus_on_one_cpu(1000);
+  const Paths paths(topo);
+  NodeGraph graph;
+  EXPECT_LT(seconds_of([&] { graph = search(topo, paths); }), 1.0);
+  EXPECT_LE(graph.steps, SearchOptions{}.budget);
+  EXPECT_TRUE(graph.fallback);
+  expect_each_gpu_once(graph, all_gpus(topo));
+  SearchOptions ample;
+  ample.budget = 50 * kDefaultSearchBudget;
+  graph = search_rings(topo, paths, all_gpus(topo), ample);
+  EXPECT_FALSE(graph.fallback);
+  EXPECT_EQ(graph.steps, 999 * 1000 / 2 + 1000);
+  EXPECT_DOUBLE_EQ(graph.bw, pci_bw(4, 16));
+}
+
 }  // namespace cohort::topo

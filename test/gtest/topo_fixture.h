@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "topo/bandwidth.h"
 #include "topo/paths.h"
 #include "topo/search.h"
 #include "topo/topo.h"
@@ -83,6 +85,65 @@ inline int parent_of(const Topology &topo, int gpu) {
     if (topo.links[l].type == LinkType::kPci) return topo.links[l].to;
   }
   return -1;
+}
+
+// Seconds `work` takes.
+template <typename Work>
+double seconds_of(Work work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The k-th of many distinct PCI bus ids (k < 2^16 x 256).
+inline std::string nth_bus_id(int k) {
+  return strprintf("%04x:%02x:%02x.0", k / (256 * 32), (k / 32) % 256, k % 32);
+}
+
+// `gpus` GPUs on one CPU, each on its own PCIe Gen4 x16 link, built in code (files stop at
+// 256 GPUs).
+inline Topology gpus_on_one_cpu(int gpus) {
+  Topology topo;
+  Node cpu;
+  cpu.id = "cpu0";
+  cpu.numa = 0;
+  cpu.vendor = "intel";
+  const int c = topo.add_node(cpu);
+  for (int g = 0; g < gpus; ++g) {
+    Node gpu;
+    gpu.type = NodeType::kGpu;
+    gpu.id = nth_bus_id(g + 1);
+    gpu.sm = 90;
+    topo.connect(c, topo.add_node(gpu), LinkType::kPci, pci_bw(4, 16), -1, 1, 4, 16);
+  }
+  return topo;
+}
+
+// A host of `nodes` nodes (>= 30) as topology file text, one element a line, the k-th node on
+// line k + 1: a CPU, a tree of PCIe switches (four below each), then 16 GPUs and 4 NICs below
+// the last switches, and the NICs' ports.
+inline std::string pcie_tree_xml(int nodes) {
+  constexpr int kGpus = 16, kNics = 4;
+  const int switches = nodes - 1 - kGpus - 2 * kNics;
+  std::string text = "<cohort_topology version=\"1\" host=\"tree\">\n";
+  text += "<cpu id=\"cpu0\" numa=\"0\" arch=\"x86_64\" vendor=\"intel\"/>\n";
+  std::string links;
+  auto link = [&](const std::string &a, const std::string &b, const char *type) {
+    links += "<link a=\"" + a + "\" b=\"" + b + "\" type=\"" + type + "\"/>\n";
+  };
+  for (int i = 0; i < switches; ++i) {
+    text += "<pci id=\"" + nth_bus_id(i + 1) + "\"/>\n";
+    link(i == 0 ? "cpu0" : nth_bus_id((i - 1) / 4 + 1), nth_bus_id(i + 1), "pci");
+  }
+  for (int k = 0; k < kGpus + kNics; ++k) {
+    const std::string id = nth_bus_id(switches + 1 + k);
+    text += (k < kGpus ? "<gpu id=\"" : "<nic speed=\"400\" id=\"") + id + "\"/>\n";
+    link(nth_bus_id(switches - kGpus - kNics + k + 1), id, "pci");
+    if (k >= kGpus) link(id, "net" + std::to_string(k), "net");
+  }
+  for (int k = kGpus; k < kGpus + kNics; ++k)
+    text += "<net id=\"net" + std::to_string(k) + "\"/>\n";
+  return text + links + "</cohort_topology>\n";
 }
 
 }  // namespace cohort::topo
