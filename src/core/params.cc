@@ -20,6 +20,10 @@ constexpr ParamRange kAny{};
 constexpr double kDay = 86400;
 constexpr double kGiB = 1 << 30;
 constexpr double kTiB = kGiB * 1024;
+constexpr ParamRange kTimeout{0.001, 7 * kDay};
+constexpr ParamRange kSearchWork{1, 1e12};
+constexpr ParamRange kMailboxBytes{64, kGiB, true};
+constexpr ParamRange kMessageBytes{0, kTiB};
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -31,12 +35,7 @@ const std::vector<ParamSpec> kParams = {
      "subsystems to log, comma-separated; a leading ^ excludes the listed ones"},
     {"DEBUG_FILE", ParamType::kString, "", "", "", kAny,
      "log to this file instead of stderr; " COHORT_PATH_PATTERNS},
-    {"INIT_TIMEOUT",
-     ParamType::kDouble,
-     "300",
-     "s",
-     "",
-     {0.001, 7 * kDay},
+    {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", kTimeout,
      "how long a team-creation phase waits for peers before failing with the missing ranks"},
     {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kAny,
      "let several ranks of one host use the same GPU (run them under MPS)"},
@@ -53,37 +52,18 @@ const std::vector<ParamSpec> kParams = {
     {"P2P_LEVEL", ParamType::kEnum, "AUTO", "", "AUTO,LOC,NVL,NVB,PIX,PXB,PHB,SYS", kAny,
      "worst path type on which GPUs use P2P (CUDA IPC) instead of host memory; AUTO: PXB on "
      "Intel and ARM CPUs, PHB elsewhere"},
-    {"SEARCH_BUDGET",
-     ParamType::kInt,
-     "200000",
-     "steps",
-     "",
-     {1, 1e12},
-     "ring-search steps per host before the best rings found so far (or a fixed order) are "
-     "taken"},
-    {"SHM_MAILBOX_BYTES",
-     ParamType::kInt,
-     "65536",
-     "bytes",
-     "",
-     {64, kGiB, true},
+    {"SEARCH_BUDGET", ParamType::kInt, "2000000", "hops", "", kSearchWork,
+     "ring-search work per host, in hop evaluations (a candidate next GPU's route weighed "
+     "against the bandwidth left; a ring through G GPUs weighs about G^2/2), before the best "
+     "rings found so far (or a fixed order) are taken"},
+    {"SHM_MAILBOX_BYTES", ParamType::kInt, "65536", "bytes", "", kMailboxBytes,
      "shared-memory mailbox between two ranks of a host (a power of two); a host of L ranks "
      "maps L x L of them"},
-    {"SHM_SINGLE_COPY_BYTES",
-     ParamType::kInt,
-     "131072",
-     "bytes",
-     "",
-     {0, kTiB},
+    {"SHM_SINGLE_COPY_BYTES", ParamType::kInt, "131072", "bytes", "", kMessageBytes,
      "within a host, messages of at least this size are read straight from the sender's memory "
      "(cross-memory attach) instead of through the mailbox; 0: never.  Off by itself where "
      "the kernel refuses"},
-    {"COLL_TIMEOUT",
-     ParamType::kDouble,
-     "600",
-     "s",
-     "",
-     {0.001, 7 * kDay},
+    {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", kTimeout,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
     {"COLL_ALGO", ParamType::kString, "", "", "", kAny,

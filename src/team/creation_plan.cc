@@ -158,13 +158,13 @@ Status Creation::search_or_load(const std::vector<int> &gpus, topo::NodeGraph *g
   }
   if (graph->fallback) {
     COHORT_LOG_WARN(GRAPH,
-                    "%s: ring search found nothing within %ld steps: using GPUs in bus "
+                    "%s: ring search found nothing within %ld hop evaluations: using GPUs in bus "
                     "order (COHORT_SEARCH_BUDGET raises the budget)",
                     parts_.info.name.c_str(), graph->steps);
   }
   COHORT_LOG_INFO(GRAPH,
                   "%s: host graph (%s): %zu GPUs, %zu channels x %.1f GB/s, %s within "
-                  "the host, %s to the network, %ld search steps",
+                  "the host, %s to the network, %ld hops weighed",
                   parts_.info.name.c_str(), file.empty() ? "searched" : file.c_str(), gpus.size(),
                   graph->rings.size(), graph->bw, topo::path_type_name(graph->intra_type),
                   topo::path_type_name(graph->net_type), graph->steps);

@@ -79,7 +79,9 @@ Status host_topology(HostTopology *out) {
     auto topo = std::make_shared<Topology>();
     int64_t start = now_ns();
     s = file.empty() ? detect(DetectOptions{}, topo.get()) : read_xml_file(file, topo.get());
-    if (is_error(s) && !file.empty()) return s;  // the user's file: theirs to fix
+    if (is_error(s) && !file.empty()) {  // the user's file: theirs to fix
+      return failf(s, "COHORT_TOPO_FILE: %s", last_error().c_str());
+    }
     if (is_error(s)) *topo = minimal_topology(last_error());
     if (!file.empty()) {  // detect() logs its own summary and assumptions
       COHORT_LOG_INFO(TOPO, "topology of %s loaded from %s in %.1f ms: %zu nodes, %zu links",
