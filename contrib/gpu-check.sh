@@ -9,7 +9,8 @@
 # 1, 2, 4, 8 ranks; collectives on one channel against two, each against MPI;
 # cohort_info --topo of the machine, a team's topology dump and its byte-identical reload; the
 # Open MPI component (its CUDA-driver unit tests, the C and Fortran component tests against Open
-# MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part.
+# MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part,
+# GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks).
 # BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
 # and extra/{ctest,ftest,bench} (test/ompi's programs built with mpicc / mpifort).
 set -u
@@ -55,6 +56,32 @@ component_checks() {
       --mca coll_cohort_host 1 "$PWD/$build/extra/bench" -c $coll -b 8 -e 67108864 -n 400
   done
 }
+# Collectives on device memory: the kernels alone (every dtype x op x alignment, their
+# bandwidth against cudaMemcpy, compute-sanitizer), then the collectives at 1-4 ranks under MPS
+# against the host path, and compute-sanitizer over a 1- and a 2-rank allreduce.
+gpu_checks() {
+  local sanitizer=compute-sanitizer
+  command -v $sanitizer >/dev/null || sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  name=kernels; run "kernel_test" "$PWD/$build/test/gpu/kernel_test"
+  name=kernels; run "kernel_bench" "$PWD/$build/test/gpu/kernel_bench"
+  name=sanitizer; run "compute-sanitizer on kernel_test --quick" \
+    env COMPUTE_SANITIZER=$sanitizer sh test/gpu/memcheck.sh "$PWD/$build/test/gpu/kernel_test"
+  source .devrt/mps.sh start
+  name=gpu; run "GPU collectives, 1-4 ranks (MPS)" env MPIRUN=mpirun \
+    GPU_TEST="$(binary test/mpi/gpu_test)" bash test/mpi/run-gpu-tests.sh
+  for np in 1 2; do
+    for tool in memcheck racecheck; do
+      name=sanitizer; run "compute-sanitizer --tool $tool, gpu_test allreduce --quick, np=$np" \
+        env COHORT_ALLOW_SHARED_GPU=1 mpirun -np $np $sanitizer --tool $tool --error-exitcode 3 \
+        "$(binary test/mpi/gpu_test)" allreduce --quick 1
+    done
+  done
+  source .devrt/mps.sh stop
+}
+if [ "${GPU_CHECK_ONLY:-}" = gpu ]; then
+  gpu_checks
+  exit 0
+fi
 if [ "${GPU_CHECK_ONLY:-}" = component ]; then
   component_checks
   exit 0
@@ -65,7 +92,7 @@ name=info; run "cohort_info --build --device-check" "$(binary tools/cohort_info)
 name=duplicate; run "duplicate GPU, 2 ranks, no MPS" mpirun -np 2 "$team_test" gpu-duplicate
 source .devrt/mps.sh start
 name=shared; run "shared GPU allowed, 2 ranks, MPS" mpirun -np 2 "$team_test" gpu-shared
-name=shared; run "GPU-bound team: host and managed buffers work, device buffers refused" \
+name=shared; run "GPU-bound team: host, managed and device buffers work (allreduce)" \
   env COHORT_ALLOW_SHARED_GPU=1 mpirun -np 2 "$team_test" gpu-coll
 name=failure; run "failure tests (aborts, UCX endpoint failure, overflow), GPU-bound teams" \
   env COHORT_ALLOW_SHARED_GPU=1 MPIRUN=mpirun FAILURE_TEST="$(binary test/mpi/failure_test)" \
@@ -98,4 +125,5 @@ name=topo; run "plan from the dump, dumped again" env COHORT_ALLOW_SHARED_GPU=1 
   mpirun -np 2 "$team_test" plan
 name=topo; run "dump -> load -> dump is byte-identical" cmp "$results/dump.xml" /tmp/redump.xml
 source .devrt/mps.sh stop
+gpu_checks
 component_checks

@@ -111,6 +111,12 @@ Status CollFront::choose(const CollCall &call, coll::CollArgs *args,
   *rule = selection_.choose(call.collective, args->memory, args->count * args->elem_size,
                             info_.size, info_.layout.node_count);
   if (*rule != nullptr) return COHORT_SUCCESS;
+  if (args->memory == COHORT_MEMORY_CUDA_DEVICE) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s on GPU device memory: no GPU algorithm for it yet (allreduce runs on the GPU "
+                 "so far; cohort_info --algorithms prints the table)",
+                 name);
+  }
   return failf(COHORT_ERR_NOT_SUPPORTED,
                "%s on %s memory: no algorithm in the selection table takes it (cohort_info "
                "--algorithms prints the table)",

@@ -1188,8 +1188,8 @@ bool have_gpu() {
 #endif
 }
 
-// A team bound to the GPU: host, pinned and managed buffers work, device buffers get a named
-// error.
+// A team bound to the GPU: host, pinned, managed and device buffers work; device memory with
+// host memory, and a collective the GPU does not run yet, get named errors.
 void scenario_gpu_coll() {
 #if COHORT_TEST_HAVE_CUDA
   ScopedEnv shared("COHORT_ALLOW_SHARED_GPU", "1");
@@ -1217,12 +1217,20 @@ void scenario_gpu_coll() {
     CHECK(contains(cohort_last_error(), "sendbuf is host memory and recvbuf cuda-device"),
           "message: %s", cohort_last_error());
     if (g_rank == 0) printf("device and host buffer: %s\n", cohort_last_error());
-    // Device memory on both sides: the selection table has no algorithm for it yet.
+    // Device memory on both sides: the GPU kernels.
+    std::vector<int> ones(64, 1), back(64, 0);
+    cudaMemcpy(device, ones.data(), 64 * sizeof(int), cudaMemcpyHostToDevice);
     CHECK_STATUS(cohort_allreduce(team.get(), device, device, 64, COHORT_INT32, COHORT_SUM),
+                 COHORT_SUCCESS);
+    cudaMemcpy(back.data(), device, 64 * sizeof(int), cudaMemcpyDeviceToHost);
+    CHECK(back[0] == g_size && back[63] == g_size, "device allreduce gave %d, %d", back[0],
+          back[63]);
+    // A collective the GPU does not run yet: named.
+    CHECK_STATUS(cohort_broadcast(team.get(), device, device, 64, COHORT_INT32, 0),
                  COHORT_ERR_NOT_SUPPORTED);
-    CHECK(contains(cohort_last_error(), "allreduce on cuda-device memory: no algorithm"),
-          "message: %s", cohort_last_error());
-    if (g_rank == 0) printf("device buffers: %s\n", cohort_last_error());
+    CHECK(contains(cohort_last_error(), "broadcast on GPU device memory"), "message: %s",
+          cohort_last_error());
+    if (g_rank == 0) printf("device broadcast: %s\n", cohort_last_error());
   }
   // Pinned host memory is host memory to the host algorithms.
   int *pinned = nullptr;
