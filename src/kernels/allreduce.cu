@@ -35,6 +35,11 @@ __device__ inline char *at(const void *base, size_t elements, size_t elem) {
 template <DType D, RedOp Op>
 __device__ void reduce_all(void *dst, const void *const *srcs, int n, size_t count, int divisor) {
   constexpr RedOp kFold = Op == RedOp::kAvg ? RedOp::kSum : Op;
+  if (n == 1) {  // a team of one: the data as it is (an average over one rank is the value)
+    if (dst != srcs[0]) copy(block_threads(), dst, srcs[0], count * dtype_size(D));
+    __syncthreads();
+    return;
+  }
   __shared__ const void *inputs[kMaxReduceInputs];
   int done = 0;
   while (done < n) {
@@ -61,6 +66,7 @@ template <DType D, RedOp Op>
 __global__ void __launch_bounds__(kThreads) oneshot(const __grid_constant__ AllreduceArgs a) {
   const DeviceTeam &t = a.team;
   const uint64_t sequence = *t.sequence;
+  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const int parity = static_cast<int>(sequence & 1);
@@ -94,6 +100,7 @@ template <DType D, RedOp Op>
 __global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ AllreduceArgs a) {
   const DeviceTeam &t = a.team;
   const uint64_t sequence = *t.sequence;
+  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   // A step covers size slices of slice_bytes, one per rank.
@@ -198,9 +205,11 @@ cudaError_t launch_allreduce(const AllreduceArgs &args, cudaStream_t stream) {
                       (args.algo == AllreduceAlgo::kOneShot &&
                        args.count * dtype_size(args.dtype) <= kOneShotBytes));
   if (!valid) return cudaErrorInvalidValue;
-  Kernel kernel = pick(args.dtype, args.op, args.algo);
-  kernel<<<allreduce_blocks(args), kThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  // cudaLaunchKernel answers for this launch alone (cudaGetLastError after <<<>>> could
+  // return, and clear, an earlier error of the caller's).
+  void *params[] = {const_cast<AllreduceArgs *>(&args)};
+  return cudaLaunchKernel(reinterpret_cast<const void *>(pick(args.dtype, args.op, args.algo)),
+                          dim3(allreduce_blocks(args)), dim3(kThreads), params, 0, stream);
 }
 
 }  // namespace cohort::kernels

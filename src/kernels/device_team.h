@@ -8,8 +8,9 @@
 // owner polls its own flags (local reads) and reads its own inbox.
 //   flags    one 128-byte line per (writer, block, slot): the writer stores a monotonic
 //            64-bit value after its data landed.
-//   abort    one 32-bit word: a rank that aborts the team writes its local rank + 1 into
-//            every window, so every rank's kernels stop waiting.
+//   stop     one 32-bit word (stop_word()): a rank that aborts the team, or whose kernel gave
+//            up waiting, writes it into every window, so every rank's kernels stop waiting
+//            and later ones do nothing.
 //   oneshot  2 parities x ranks x kOneShotBytes: each writer's whole message, for the small
 //            collectives that read every rank's data at once.
 //   chunks   kMaxBlocks x 2 x kChunkBytes: per block, the pieces of the current pipeline step
@@ -30,21 +31,32 @@ constexpr size_t kChunkBytes = 32 << 10;    // one block's inbox for one pipelin
 // Flags per (writer, block): one per handshake a kernel runs.
 enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagSlots = 2 };
 
-// Why a kernel stopped waiting early (the host reads it from pinned memory).
-enum StopReason : uint32_t { kStopNone = 0, kStopAbort = 1, kStopTimeout = 2 };
+// Why a kernel stopped early (the host reads it from pinned memory).
+enum StopReason : uint32_t {
+  kStopNone = 0,
+  kStopAbort = 1,        // by: the local rank that aborted (-1: this rank's host)
+  kStopTimeout = 2,      // this rank waited for `peer` longer than the timeout
+  kStopPeerTimeout = 3,  // rank `by` waited for `peer` longer than the timeout
+};
 
-// What a kernel that stopped early reports: the call and the peer it waited for.
+// What a kernel that stopped early reports: the call, the peer it waited for, who stopped.
 struct DeviceFault {
   uint32_t reason;  // StopReason
   int32_t peer;     // local rank waited for, -1 when none
-  int32_t aborter;  // kStopAbort: the local rank that aborted; -1: this rank's host
+  int32_t by;       // kStopAbort / kStopPeerTimeout: the local rank that stopped the team
   int32_t reserved;
   uint64_t sequence;  // the team's call counter of the stopped call
 };
 
+// The stop word a rank writes into every window: its local rank + 1 in the low half, and
+// after a timeout the rank it waited for + 1 in the high half (0: an abort).
+constexpr uint32_t stop_word(int by, int waited_for) {
+  return (static_cast<uint32_t>(waited_for + 1) << 16) | static_cast<uint32_t>(by + 1);
+}
+
 // Where the parts of a window lie: the same on every rank (a function of the rank count).
 struct WindowLayout {
-  size_t abort_offset;
+  size_t stop_offset;
   size_t oneshot_offset;
   size_t chunks_offset;
   size_t total_bytes;
@@ -56,8 +68,8 @@ constexpr size_t flag_offset(int writer, int block, int slot) {
 
 constexpr WindowLayout window_layout(int ranks) {
   WindowLayout l{};
-  l.abort_offset = flag_offset(kMaxLocalRanks, 0, 0);
-  l.oneshot_offset = l.abort_offset + kFlagBytes;
+  l.stop_offset = flag_offset(kMaxLocalRanks, 0, 0);
+  l.oneshot_offset = l.stop_offset + kFlagBytes;
   l.chunks_offset = l.oneshot_offset + 2 * static_cast<size_t>(ranks) * kOneShotBytes;
   l.total_bytes = l.chunks_offset + size_t{kMaxBlocks} * 2 * kChunkBytes;
   return l;
@@ -74,7 +86,7 @@ struct DeviceTeam {
   unsigned long long *sequence;
   unsigned int *blocks_done;  // blocks of the running call that finished (the last resets it)
   unsigned int *fault_claim;  // device memory: the first block that stops early takes it
-  // Host-mapped pinned memory: this rank's host raises *abort (peers raise the window's abort
+  // Host-mapped pinned memory: this rank's host raises *abort (peers raise the window's stop
   // word); the block that took fault_claim writes
   // *fault (atomics on host memory are not atomic everywhere, plain stores are).
   volatile uint32_t *abort;

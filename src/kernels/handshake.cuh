@@ -36,40 +36,71 @@ __device__ __forceinline__ uint64_t global_ns() {
 __device__ inline void signal_peers(const DeviceTeam &team, int slot, uint64_t value) {
   __syncthreads();  // every thread's writes are done before one thread publishes them
   if (threadIdx.x != 0) return;
-  __threadfence_system();
+  __threadfence_system();  // one fence publishes them to every peer: relaxed stores follow
   for (int peer = 0; peer < team.size; ++peer) {
     if (peer == team.rank) continue;
     cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
         *flag_at(team, peer, team.rank, slot));
-    flag.store(value, cuda::memory_order_release);
+    flag.store(value, cuda::memory_order_relaxed);
   }
 }
 
-constexpr int kNotAborted = -2;
+// Why this rank's kernels must stop, from the host's abort word and this rank's stop word.
+struct Stop {
+  StopReason reason = kStopNone;
+  int by = -1;    // the local rank that stopped the team (-1: this rank's host)
+  int peer = -1;  // the rank a timed-out rank waited for
+};
 
-// -1 when this rank's host aborted the team, the local rank of the peer that did, else
-// kNotAborted.
-__device__ inline int aborted_by(const DeviceTeam &team) {
-  if (*team.abort != 0) return -1;
-  const volatile uint32_t *word = reinterpret_cast<const volatile uint32_t *>(
-      team.windows[team.rank] + team.layout.abort_offset);
-  const uint32_t value = *word;
-  return value != 0 ? static_cast<int>(value) - 1 : kNotAborted;
+__device__ inline Stop stop_of(const DeviceTeam &team) {
+  Stop stop;
+  if (*team.abort != 0) {
+    stop.reason = kStopAbort;
+    return stop;
+  }
+  const uint32_t word = *reinterpret_cast<const volatile uint32_t *>(team.windows[team.rank] +
+                                                                     team.layout.stop_offset);
+  if (word == 0) return stop;
+  stop.by = static_cast<int>(word & 0xffff) - 1;
+  stop.peer = static_cast<int>(word >> 16) - 1;
+  stop.reason = stop.peer >= 0 ? kStopPeerTimeout : kStopAbort;
+  return stop;
 }
 
-// Records why the kernel stops (the first fault of the team wins).
-__device__ inline void report_stop(const DeviceTeam &team, StopReason reason, int peer, int aborter,
+// Records why the kernel stops (the first fault of this rank wins); a timeout also writes the
+// stop word into every window, so the other ranks' kernels stop too instead of waiting out
+// their own timeouts.
+__device__ inline void report_stop(const DeviceTeam &team, StopReason reason, int peer, int by,
                                    uint64_t sequence) {
   if (atomicCAS(team.fault_claim, 0u, 1u) != 0u) return;
   team.fault->peer = peer;
-  team.fault->aborter = aborter;
+  team.fault->by = by;
   team.fault->sequence = sequence;
   __threadfence_system();
   team.fault->reason = reason;  // last: the host reads the others once it sees a reason
+  if (reason == kStopTimeout) {
+    for (int q = 0; q < team.size; ++q) {
+      *reinterpret_cast<volatile uint32_t *>(team.windows[q] + team.layout.stop_offset) =
+          stop_word(team.rank, peer);
+    }
+  }
   __threadfence_system();
 }
 
-// Waits until every peer's flag for `slot` reached `value`; false when the team aborted or a
+// At the start of a collective kernel, every thread of a block: true when the team stopped
+// (an abort, a timeout here or on a peer), so the kernel must neither write nor signal
+// anything: peers would take its data for a later call's.
+__device__ inline bool team_stopped(const DeviceTeam &team, uint64_t sequence) {
+  bool stopped = false;
+  if (threadIdx.x == 0) {
+    const Stop stop = stop_of(team);
+    stopped = stop.reason != kStopNone || *reinterpret_cast<volatile unsigned *>(team.fault_claim);
+    if (stop.reason != kStopNone) report_stop(team, stop.reason, stop.peer, stop.by, sequence);
+  }
+  return __syncthreads_or(stopped);
+}
+
+// Waits until every peer's flag for `slot` reached `value`; false when the team stopped or a
 // peer took longer than the timeout (the kernel must then end).
 __device__ inline bool wait_peers(const DeviceTeam &team, int slot, uint64_t value,
                                   uint64_t sequence) {
@@ -81,16 +112,17 @@ __device__ inline bool wait_peers(const DeviceTeam &team, int slot, uint64_t val
     uint64_t start = 0;
     for (unsigned spins = 1; flag.load(cuda::memory_order_acquire) < value; ++spins) {
       if (spins % 64 != 0) continue;
-      const int aborter = aborted_by(team);
-      if (aborter != kNotAborted) {
-        report_stop(team, kStopAbort, peer, aborter, sequence);
+      const Stop stopped = stop_of(team);
+      if (stopped.reason != kStopNone) {
+        report_stop(team, stopped.reason, stopped.reason == kStopPeerTimeout ? stopped.peer : peer,
+                    stopped.by, sequence);
         stop = true;
         break;
       }
       const uint64_t now = global_ns();
       if (start == 0) start = now;
       if (now - start > team.timeout_ns) {
-        report_stop(team, kStopTimeout, peer, -1, sequence);
+        report_stop(team, kStopTimeout, peer, team.rank, sequence);
         stop = true;
         break;
       }

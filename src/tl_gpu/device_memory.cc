@@ -4,8 +4,9 @@
 
 namespace cohort::tl_gpu {
 
-DeviceAllocation::~DeviceAllocation() {
+void DeviceAllocation::reset() {
   if (ptr_ != nullptr) cudaFree(ptr_);
+  ptr_ = nullptr;
 }
 
 Status DeviceAllocation::allocate(size_t bytes, const char *what) {
@@ -16,8 +17,9 @@ Status DeviceAllocation::allocate(size_t bytes, const char *what) {
   return cuda_status(cudaMemset(ptr_, 0, bytes), what);
 }
 
-MappedHostAllocation::~MappedHostAllocation() {
+void MappedHostAllocation::reset() {
   if (host_ != nullptr) cudaFreeHost(host_);
+  host_ = device_ = nullptr;
 }
 
 Status MappedHostAllocation::allocate(size_t bytes, const char *what) {
@@ -33,8 +35,9 @@ Status MappedHostAllocation::allocate(size_t bytes, const char *what) {
   return s;
 }
 
-IpcMapping::~IpcMapping() {
+void IpcMapping::reset() {
   if (ptr_ != nullptr) cudaIpcCloseMemHandle(ptr_);
+  ptr_ = nullptr;
 }
 
 Status IpcMapping::open(const cudaIpcMemHandle_t &handle, const char *what) {
@@ -44,13 +47,24 @@ Status IpcMapping::open(const cudaIpcMemHandle_t &handle, const char *what) {
   return s;
 }
 
-Stream::~Stream() {
+void Stream::reset() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
 }
 
-Status Stream::create() {
-  return cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-                     "creating the team's stream");
+Status Stream::create(bool blocking, const char *what) {
+  return cuda_status(
+      cudaStreamCreateWithFlags(&stream_, blocking ? cudaStreamDefault : cudaStreamNonBlocking),
+      what);
+}
+
+void Event::reset() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+  event_ = nullptr;
+}
+
+Status Event::create(const char *what) {
+  return cuda_status(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), what);
 }
 
 }  // namespace cohort::tl_gpu

@@ -16,9 +16,11 @@ class DeviceAllocation {
   DeviceAllocation() = default;
   DeviceAllocation(const DeviceAllocation &) = delete;
   DeviceAllocation &operator=(const DeviceAllocation &) = delete;
-  ~DeviceAllocation();
-  // `bytes` of zeroed device memory on the current device.
+  ~DeviceAllocation() { reset(); }
+  // `bytes` of device memory on the current device, zeroed on the legacy default stream (the
+  // caller synchronises before others use it).
   Status allocate(size_t bytes, const char *what);
+  void reset();
   char *get() const { return ptr_; }
 
  private:
@@ -31,8 +33,9 @@ class MappedHostAllocation {
   MappedHostAllocation() = default;
   MappedHostAllocation(const MappedHostAllocation &) = delete;
   MappedHostAllocation &operator=(const MappedHostAllocation &) = delete;
-  ~MappedHostAllocation();
+  ~MappedHostAllocation() { reset(); }
   Status allocate(size_t bytes, const char *what);
+  void reset();
   char *host() const { return host_; }
   char *device() const { return device_; }
 
@@ -47,8 +50,9 @@ class IpcMapping {
   IpcMapping() = default;
   IpcMapping(const IpcMapping &) = delete;
   IpcMapping &operator=(const IpcMapping &) = delete;
-  ~IpcMapping();
+  ~IpcMapping() { reset(); }
   Status open(const cudaIpcMemHandle_t &handle, const char *what);
+  void reset();
   char *get() const { return ptr_; }
 
  private:
@@ -60,12 +64,28 @@ class Stream {
   Stream() = default;
   Stream(const Stream &) = delete;
   Stream &operator=(const Stream &) = delete;
-  ~Stream();
-  Status create();  // non-blocking: it never waits for the legacy default stream
+  ~Stream() { reset(); }
+  // `blocking`: ordered with the legacy default stream, as a stream of default flags.
+  Status create(bool blocking, const char *what);
+  void reset();
   cudaStream_t get() const { return stream_; }
 
  private:
   cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() = default;
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  ~Event() { reset(); }
+  Status create(const char *what);  // without timing: the cheapest to record
+  void reset();
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace cohort::tl_gpu

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -51,7 +52,7 @@ class DeviceGuard {
 // Where the host keeps the abort word and the fault record that kernels read and write.
 struct Control {
   uint32_t abort;
-  uint32_t abort_word;  // what abort() copies into every window: this local rank + 1
+  uint32_t stop_word;  // what abort() copies into every window (kernels::stop_word)
   k::DeviceFault fault;
 };
 
@@ -73,6 +74,10 @@ class GpuTransport final : public tl::DeviceTransport {
   Status allocate(const tl::TeamView &team, SetupRecord *record);
   Status unavailable(const tl::DeviceCall &call) const;
   Status launch_allreduce(const tl::DeviceCall &call, cudaStream_t stream);
+  Status order_after_last(cudaStream_t stream, bool capturing);
+  Status launched(cudaStream_t stream, bool capturing);
+  void release();
+  std::string describe_local(int local_rank) const;
   volatile Control &control() const {
     return *reinterpret_cast<volatile Control *>(control_.host());
   }
@@ -86,16 +91,34 @@ class GpuTransport final : public tl::DeviceTransport {
   DeviceAllocation counters_;  // the call counter, finished blocks, the fault claim
   MappedHostAllocation control_;
   std::vector<std::unique_ptr<IpcMapping>> peers_;  // by local rank (null: this rank)
-  Stream stream_;
+  Stream stream_;          // blocking calls' (ordered with the legacy default stream)
+  Stream control_stream_;  // abort's copies: never behind a kernel of this team
+  // Recorded after every launch: a call on another stream than the last waits for it, so a
+  // rank's kernels of one team always run in call order (they share flags and counters).
+  Event done_;
+  cudaStream_t last_stream_ = nullptr;
+  bool launched_ = false;
+  std::atomic<bool> aborted_{false};
   k::DeviceTeam team_{};
 };
 
 GpuTransport::~GpuTransport() {
-  if (!active_) return;
+  if (device_ < 0) return;
   DeviceGuard guard(device_);
-  // Kernels of this team may still run on the callers' streams: they must end before the
-  // windows go (a stuck one ends at its timeout, or at once after abort()).
-  cudaDeviceSynchronize();
+  // This team's kernels must end before the windows go (a stuck one ends at its timeout, at
+  // once after an abort); then everything is freed with the team's device current.
+  if (launched_) cudaEventSynchronize(done_.get());
+  release();
+}
+
+void GpuTransport::release() {
+  peers_.clear();
+  done_.reset();
+  control_stream_.reset();
+  stream_.reset();
+  control_.reset();
+  counters_.reset();
+  window_.reset();
 }
 
 bool GpuTransport::wanted(const tl::TeamView &team, std::string *why) const {
@@ -135,7 +158,13 @@ Status GpuTransport::allocate(const tl::TeamView &team, SetupRecord *record) {
   Status s = window_.allocate(team_.layout.total_bytes, "allocating the team's GPU window");
   if (!is_error(s)) s = counters_.allocate(16, "allocating the team's GPU call counter");
   if (!is_error(s)) s = control_.allocate(sizeof(Control), "allocating pinned control words");
-  if (!is_error(s)) s = stream_.create();
+  if (!is_error(s)) s = stream_.create(true, "creating the team's stream");
+  if (!is_error(s)) s = control_stream_.create(false, "creating the team's control stream");
+  if (!is_error(s)) s = done_.create("creating the team's event");
+  // The zeroing must be done before any peer writes a flag here (after the exchange).
+  if (!is_error(s)) {
+    s = cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "zeroing the team's GPU window");
+  }
   if (!is_error(s)) {
     s = cuda_status(cudaIpcGetMemHandle(&record->window, window_.get()),
                     "exporting the team's GPU window (CUDA IPC)");
@@ -211,11 +240,43 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   Status s = unavailable(call);
   if (is_error(s)) return s;
   if (s = fault(); is_error(s)) return s;
+  if (call.collective != coll::Collective::kAllreduce) {
+    return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: not built yet",
+                 coll::collective_name(call.collective));
+  }
   DeviceGuard guard(device_);
   cudaStream_t target = stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_.get();
-  if (call.collective == coll::Collective::kAllreduce) return launch_allreduce(call, target);
-  return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: not built yet",
-               coll::collective_name(call.collective));
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  s = cuda_status(cudaStreamIsCapturing(target, &capture), "asking the stream's capture state");
+  const bool capturing = capture != cudaStreamCaptureStatusNone;
+  if (!is_error(s)) s = order_after_last(target, capturing);
+  if (!is_error(s)) s = launch_allreduce(call, target);
+  if (is_error(s) && s != COHORT_ERR_INVALID_ARG) {
+    // A rank that launched nothing would make its peers take its next call's data for this
+    // one's: the team stops on every rank instead.
+    const std::string why = last_error();
+    abort();
+    return fail(s, why);
+  }
+  return is_error(s) ? s : launched(target, capturing);
+}
+
+// A rank's kernels of one team run in call order: the first call on another stream than the
+// last waits for the last one's kernel.  A captured call waits as an external dependency
+// (the graph then orders its replays after the work before the capture).
+Status GpuTransport::order_after_last(cudaStream_t stream, bool capturing) {
+  if (!launched_ || stream == last_stream_) return COHORT_SUCCESS;
+  return cuda_status(
+      cudaStreamWaitEvent(stream, done_.get(), capturing ? cudaEventWaitExternal : 0),
+      "ordering the collective after the team's last one (another stream)");
+}
+
+Status GpuTransport::launched(cudaStream_t stream, bool capturing) {
+  last_stream_ = stream;
+  launched_ = true;
+  return cuda_status(
+      cudaEventRecordWithFlags(done_.get(), stream, capturing ? cudaEventRecordExternal : 0),
+      "recording the collective's end");
 }
 
 Status GpuTransport::launch_allreduce(const tl::DeviceCall &call, cudaStream_t stream) {
@@ -243,15 +304,27 @@ Status GpuTransport::synchronize(void *stream, double timeout_s) {
   DeviceGuard guard(device_);
   cudaStream_t target = stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_.get();
   const int64_t start = now_ns();
-  // Kernels end themselves at their timeout; past twice that the host stops them too.
-  const int64_t give_up = start + static_cast<int64_t>(2 * timeout_s * 1e9) + 1000000000;
+  // Kernels end themselves at their timeout; past twice that the host stops them, and waits
+  // a last 10 s for a kernel that never started (the GPU busy with other work).
+  int64_t give_up = start + static_cast<int64_t>(2 * timeout_s * 1e9) + 1000000000;
+  bool stopped = false;
   for (unsigned polls = 0;; ++polls) {
     cudaError_t err = cudaStreamQuery(target);
     if (err == cudaSuccess) break;
     if (err != cudaErrorNotReady) return cuda_status(err, "a collective on the GPU");
     if (polls < 1000) continue;
     const int64_t now = now_ns();
-    if (now > give_up) abort();
+    if (now > give_up && stopped) {
+      return failf(COHORT_ERR_TIMEOUT,
+                   "a collective of team '%s' on the GPU did not end within %.0f s, nor 10 s "
+                   "after its team was stopped: the GPU may be busy with other work",
+                   view_.name.c_str(), 2 * timeout_s + 1);
+    }
+    if (now > give_up) {
+      abort();
+      stopped = true;
+      give_up = now + 10000000000;
+    }
     if (now - start < 100000000) {
       sched_yield();
     } else {
@@ -261,40 +334,62 @@ Status GpuTransport::synchronize(void *stream, double timeout_s) {
   return fault();
 }
 
+std::string GpuTransport::describe_local(int local_rank) const {
+  return local_rank >= 0 && local_rank < static_cast<int>(local_ranks_.size())
+             ? view_.describe(local_ranks_[local_rank])
+             : std::string("a peer");
+}
+
 Status GpuTransport::fault() const {
   if (!active_) return COHORT_SUCCESS;
   volatile Control &c = control();
   const uint32_t reason = c.fault.reason;
-  if (reason == k::kStopNone) return COHORT_SUCCESS;
-  const int peer = c.fault.peer;
+  if (reason == k::kStopNone && !aborted_) return COHORT_SUCCESS;
+  std::atomic_thread_fence(std::memory_order_acquire);  // the fields written before `reason`
   const unsigned long long call = c.fault.sequence;
-  std::string who = peer >= 0 && peer < static_cast<int>(local_ranks_.size())
-                        ? view_.describe(local_ranks_[peer])
-                        : std::string("a peer");
-  if (reason == k::kStopAbort) {
-    const int aborter = c.fault.aborter;
-    std::string by = aborter >= 0 && aborter < static_cast<int>(local_ranks_.size())
-                         ? view_.describe(local_ranks_[aborter]) + " aborted the team"
-                         : std::string("this rank aborted the team (cohort_team_abort)");
-    return failf(COHORT_ERR_ABORTED, "GPU collective #%llu of team '%s' stopped waiting for %s: %s",
-                 call, view_.name.c_str(), who.c_str(), by.c_str());
+  const std::string waited = describe_local(c.fault.peer);
+  const std::string by = describe_local(c.fault.by);
+  const char *team = view_.name.c_str();
+  const double timeout_s = team_.timeout_ns / 1e9;
+  switch (reason) {
+    case k::kStopTimeout:
+      return failf(COHORT_ERR_TIMEOUT,
+                   "GPU collective #%llu of team '%s' waited for %s for longer than "
+                   "COHORT_COLL_TIMEOUT (%.0f s): that rank did not make the same call; the team "
+                   "runs no more collectives",
+                   call, team, waited.c_str(), timeout_s);
+    case k::kStopPeerTimeout:
+      return failf(COHORT_ERR_TIMEOUT,
+                   "GPU collective #%llu of team '%s' stopped: %s waited for %s for longer than "
+                   "COHORT_COLL_TIMEOUT (%.0f s); the team runs no more collectives",
+                   call, team, by.c_str(), waited.c_str(), timeout_s);
+    case k::kStopAbort:
+      if (c.fault.by >= 0) {
+        return failf(COHORT_ERR_ABORTED,
+                     "GPU collective #%llu of team '%s' stopped: %s aborted the team", call, team,
+                     by.c_str());
+      }
+      [[fallthrough]];
+    default:
+      return failf(
+          COHORT_ERR_ABORTED,
+          "team '%s' runs no more GPU collectives: this rank stopped it (cohort_team_abort, "
+          "or a launch that failed)",
+          team);
   }
-  return failf(
-      COHORT_ERR_TIMEOUT,
-      "GPU collective #%llu of team '%s' waited for %s for longer than COHORT_COLL_TIMEOUT "
-      "(%.0f s): that rank did not make the same call; the team runs no more collectives",
-      call, view_.name.c_str(), who.c_str(), team_.timeout_ns / 1e9);
 }
 
+// Stops this rank's kernels of the team (the host word) and every peer's (the stop word in
+// each window), without waiting: the copies run on the control stream, beside any kernel.
 void GpuTransport::abort() {
-  if (!active_) return;
+  if (!active_ || aborted_.exchange(true)) return;
   control().abort = 1;
   DeviceGuard guard(device_);
-  control().abort_word = static_cast<uint32_t>(team_.rank + 1);
-  const void *word = control_.host() + offsetof(Control, abort_word);
+  control().stop_word = k::stop_word(team_.rank, -1);
+  const void *word = control_.host() + offsetof(Control, stop_word);
   for (int q = 0; q < team_.size; ++q) {
-    cudaMemcpyAsync(team_.windows[q] + team_.layout.abort_offset, word, sizeof(uint32_t),
-                    cudaMemcpyHostToDevice, stream_.get());
+    cudaMemcpyAsync(team_.windows[q] + team_.layout.stop_offset, word, sizeof(uint32_t),
+                    cudaMemcpyHostToDevice, control_stream_.get());
   }
 }
 

@@ -132,6 +132,7 @@ void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t cou
   void *target = in_place ? src : dst;
   CUDA_OK(cudaMemcpy(src, in.data(), bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(dst, 0xee, bytes + 16));
+  CUDA_OK(cudaDeviceSynchronize());  // the memset ran on the legacy stream, the test's does not
   char what[160];
   snprintf(what, sizeof(what), "allreduce %s %s count %zu %s %s", kDtypeNames[t], kOpNames[op],
            count, in_place ? "in place" : "out of place", mode_name(mode));
@@ -178,6 +179,69 @@ void allreduce_matrix() {
   }
   if (g_rank == 0) printf("allreduce: %d cases on the GPU against the host path\n", cases);
   cudaStreamDestroy(stream);
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
+// Calls in flight together: each rank enqueues a run of allreduces of changing sizes (so
+// one-shot and two-shot alternate, and grids differ) without waiting, sleeping a random time
+// between some, some on a second stream and some blocking; every result is checked at the end
+// against the host path.  A rank may be a whole call ahead of a peer: the windows must hold.
+void pipeline() {
+  cohort_team_t team = gpu_team();
+  cudaStream_t streams[2];
+  CUDA_OK(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
+  const size_t sizes[] = {1, 7, 65537, 1 << 20, 3, 16383, 16384, 300000};
+  const int calls = opt_int("calls", 48);
+  srand(1234 + g_rank);
+  struct Call {
+    size_t count;
+    void *src, *dst;
+    std::vector<char> want;
+  };
+  std::vector<Call> run(calls);
+  const cohort_dtype_t t = COHORT_FLOAT32;
+  for (int c = 0; c < calls; ++c) {
+    Call &call = run[c];
+    call.count = sizes[c % (sizeof(sizes) / sizeof(sizes[0]))];
+    const size_t bytes = call.count * sizeof(float);
+    std::vector<char> in(bytes);
+    for (size_t i = 0; i < call.count; ++i)
+      store(t, in.data(), i, input(t, COHORT_SUM, g_rank + c, i));
+    call.want.resize(bytes);
+    CHECK_STATUS(cohort_allreduce(team, in.data(), call.want.data(), call.count, t, COHORT_SUM),
+                 COHORT_SUCCESS);
+    CUDA_OK(cudaMalloc(&call.src, bytes));
+    CUDA_OK(cudaMalloc(&call.dst, bytes));
+    CUDA_OK(cudaMemcpy(call.src, in.data(), bytes, cudaMemcpyHostToDevice));
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int c = 0; c < calls; ++c) {
+    Call &call = run[c];
+    if (rand() % 4 == 0) usleep(rand() % 2000);
+    cohort_status_t s;
+    if (c % 7 == 6) {
+      s = cohort_allreduce(team, call.src, call.dst, call.count, t, COHORT_SUM);
+    } else {
+      s = cohort_allreduce_stream(team, call.src, call.dst, call.count, t, COHORT_SUM,
+                                  streams[(c / 3) % 2]);
+    }
+    CHECK(s == COHORT_SUCCESS, "call %d: %s", c, cohort_last_error());
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  for (int c = 0; c < calls; ++c) {
+    std::vector<char> got(run[c].want.size());
+    CUDA_OK(cudaMemcpy(got.data(), run[c].dst, got.size(), cudaMemcpyDeviceToHost));
+    char what[64];
+    snprintf(what, sizeof(what), "call %d (count %zu)", c, run[c].count);
+    compare(what, t, got, run[c].want, run[c].count);
+    cudaFree(run[c].src);
+    cudaFree(run[c].dst);
+  }
+  if (g_rank == 0) printf("pipeline: %d calls in flight on two streams and blocking\n", calls);
+  cudaStreamDestroy(streams[0]);
+  cudaStreamDestroy(streams[1]);
   CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
 }
 
@@ -229,11 +293,14 @@ void stop_scenario(bool abort) {
           cohort_status_string(s), cohort_last_error(), cohort_status_string(want), who.c_str());
     const double limit = opt_double("limit", abort ? 3.0 : 10.0);
     CHECK(took < limit, "the call ended after %.2f s (limit %.1f s)", took, limit);
-    // The team runs no more collectives, and says why.
-    s = cohort_allreduce(team, device, device, count, COHORT_FLOAT32, COHORT_SUM);
-    CHECK(s == want, "the next call: %s: %s", cohort_status_string(s), cohort_last_error());
-    printf("rank %d: %s after %.2f s: %s\n", g_rank, cohort_status_string(want), took,
+    printf("rank %d: %s after %.2f s: %s\n", g_rank, cohort_status_string(s), took,
            cohort_last_error());
+    // The team runs no more collectives, and says why (an abort again; after a failure, that
+    // the team is unusable, with the failure).
+    s = cohort_allreduce(team, device, device, count, COHORT_FLOAT32, COHORT_SUM);
+    const cohort_status_t next = abort ? COHORT_ERR_ABORTED : COHORT_ERR_INVALID_USAGE;
+    CHECK(s == next && contains(cohort_last_error(), who), "the next call: %s: %s",
+          cohort_status_string(s), cohort_last_error());
   }
   MPI_Barrier(MPI_COMM_WORLD);
   cudaFree(device);
@@ -253,6 +320,7 @@ std::string skip_reason(const std::string &) {
 int main(int argc, char **argv) {
   return run_main(argc, argv,
                   {{"allreduce", allreduce_matrix},
+                   {"pipeline", pipeline},
                    {"refusals", refusals},
                    {"abort", [] { stop_scenario(true); }},
                    {"missing", [] { stop_scenario(false); }}},

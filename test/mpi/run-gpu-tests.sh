@@ -15,6 +15,8 @@ tests="1 allreduce
 2 allreduce
 3 allreduce --quick 1
 4 allreduce
+2 pipeline
+4 pipeline
 2 refusals
 2 abort
 4 abort --rank 1
