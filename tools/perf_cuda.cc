@@ -1,5 +1,7 @@
 #include "perf_cuda.h"
 
+#include <cstdio>
+
 #include "core/build_info.h"
 #include "perf_job.h"
 
@@ -14,6 +16,14 @@
 #endif
 
 namespace cohort::perf {
+
+void print_shared_gpu_hint(const GpuBinding &gpu) {
+  if (gpu.ranks_per_gpu <= 1) return;
+  fprintf(stderr,
+          "cohort_perf: %d ranks share a GPU: that needs COHORT_ALLOW_SHARED_GPU=1 (and MPS for "
+          "their kernels to run at the same time)\n",
+          gpu.ranks_per_gpu);
+}
 
 #if COHORT_HAVE_CUDA
 namespace {

@@ -26,6 +26,10 @@ struct GpuBinding {
 // rank's): "this Cohort was built without CUDA", "no CUDA device visible on host H: ...".
 std::string bind_gpu(MPI_Comm comm, GpuBinding *out);
 
+// Rank 0's hint after a failed team creation: ranks sharing a GPU need
+// COHORT_ALLOW_SHARED_GPU=1 (and MPS).  Prints nothing when every rank has a GPU of its own.
+void print_shared_gpu_hint(const GpuBinding &gpu);
+
 // Device buffers (cudaMalloc) on the bound GPU; calls, copies and synchronize() on one
 // cudaStreamNonBlocking stream.  nullptr without CUDA.
 std::unique_ptr<SweepMemory> make_device_memory();

@@ -423,12 +423,7 @@ int run_sweep(const SweepOptions &opt, const Job &job) {
     // Every rank gets the same outcome; one message is enough.
     if (job.rank == 0) {
       fprintf(stderr, "cohort_perf: team create: %s\n", e.what());
-      if (setup.gpu.ranks_per_gpu > 1) {
-        fprintf(stderr,
-                "cohort_perf: %d ranks share a GPU: that needs COHORT_ALLOW_SHARED_GPU=1 "
-                "(and MPS for kernels to run at the same time)\n",
-                setup.gpu.ranks_per_gpu);
-      }
+      print_shared_gpu_hint(setup.gpu);
     }
     return 1;
   }

@@ -178,8 +178,8 @@ void Table::print_summary(const std::vector<Row> &rows, long long wrong) const {
     best = &row;
   }
   if (best != nullptr) {
-    printf("# Roofline (allreduce)    : best %.1f %% of it, %s at %zu B\n", 100 * best_fraction,
-           kPlacementNames[p], best->shape.bytes);
+    printf("# Roofline (allreduce)    : at best %.1f %% of the floor's speed (%s, %zu B)\n",
+           100 * best_fraction, kPlacementNames[p], best->shape.bytes);
   }
 }
 

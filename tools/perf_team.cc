@@ -225,7 +225,10 @@ int run_team_create(const TeamCreateOptions &opt, const Job &job) {
   Timings timings;
   progress_start(job.rank == 0);
   for (int it = -opt.warmup; it < opt.iterations; ++it) {
-    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) return 1;
+    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) {
+      if (job.rank == 0) print_shared_gpu_hint(gpu);
+      return 1;
+    }
     progress_show("team-create, " + std::to_string(std::max(it + 1, 0)) + "/" +
                   std::to_string(opt.iterations) + " iterations");
   }
