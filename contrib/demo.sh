@@ -3,9 +3,11 @@
 # count).  First team creation: the team (hosts, nodes, local ranks, GPUs), its init report,
 # and creation time, on the GPUs when there are some (one per local rank; sharing one GPU
 # needs MPS and COHORT_ALLOW_SHARED_GPU=1, which this script sets when ranks outnumber GPUs),
-# else host-only.  Then the collective sweep on host memory, as nccl-tests prints it: every
-# size validated (--check) and timed against Open MPI's matching call in the same run
-# (--vs-mpi); the script fails if any result is wrong.
+# else host-only.  Where nvidia-smi shows a GPU, then the allreduce sweep on GPU device memory
+# (-m cuda), validated and set against the GPU's copy bandwidth (--roofline), and against NCCL
+# (--vs-nccl) when every rank has a GPU of its own (np 1 on one GPU).  Then the collective sweep on host memory, as nccl-tests prints it:
+# every size validated (--check) and timed against Open MPI's matching call in the same run
+# (--vs-mpi).  The script fails if any result is wrong.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup-debian.sh"
@@ -21,5 +23,15 @@ if [ "${gpus:-0}" -gt 0 ] && [ "$gpus" -lt "$np" ]; then
 fi
 mpirun -np "$np" "$top/build/tools/cohort_perf" --team-create -n 50
 echo
+if [ "${gpus:-0}" -gt 0 ]; then
+  nccl=""
+  [ "$np" -le "$gpus" ] && nccl=--vs-nccl  # NCCL refuses two ranks on one GPU
+  # Exit 77: cohort_perf found no usable GPU (or this build has no CUDA) and said why.
+  rc=0
+  mpirun -np "$np" "$top/build/tools/cohort_perf" -m cuda -c allreduce -b 8 -e 16M -f 8 --check \
+    --roofline $nccl || rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
+  echo
+fi
 mpirun -np "$np" "$top/build/tools/cohort_perf" -c allreduce,allgather,reduce_scatter,broadcast \
   -b 8 -e 16M -f 8 --check --vs-mpi

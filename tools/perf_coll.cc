@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <string>
 
 #include "coll/dtype.h"
@@ -82,12 +81,12 @@ Call make_call(const CallArgs &args, const Buffers &buffers) {
   return call;
 }
 
-void stage_in_place(const Call &call, const Shape &shape, const Buffers &buffers) {
-  if (!call.in_place || call.collective == Collective::kBarrier) return;
-  if (call.collective == Collective::kBroadcast && call.rank != call.root) return;
+StageCopy in_place_copy(const Call &call, const Shape &shape, const Buffers &buffers) {
+  if (!call.in_place || call.collective == Collective::kBarrier) return {};
+  if (call.collective == Collective::kBroadcast && call.rank != call.root) return {};
   // call.send is where the call reads its input in place, for every collective.
-  memcpy(const_cast<void *>(call.send), buffers.input,
-         shape.send_count * coll::dtype_size(call.dtype));
+  return {const_cast<void *>(call.send), buffers.input,
+          shape.send_count * coll::dtype_size(call.dtype)};
 }
 
 Region output_region(const Call &call) {
@@ -117,6 +116,24 @@ cohort_status_t run_cohort(cohort_team_t team, const Call &c) {
       return cohort_reduce_scatter(team, c.send, c.recv, c.count, c.dtype, c.op);
     case Collective::kAlltoall: return cohort_alltoall(team, c.send, c.recv, c.count, c.dtype);
     default: return cohort_barrier(team);
+  }
+}
+
+cohort_status_t run_cohort_stream(cohort_team_t team, const Call &c, void *stream) {
+  switch (c.collective) {
+    case Collective::kAllreduce:
+      return cohort_allreduce_stream(team, c.send, c.recv, c.count, c.dtype, c.op, stream);
+    case Collective::kReduce:
+      return cohort_reduce_stream(team, c.send, c.recv, c.count, c.dtype, c.op, c.root, stream);
+    case Collective::kBroadcast:
+      return cohort_broadcast_stream(team, c.send, c.recv, c.count, c.dtype, c.root, stream);
+    case Collective::kAllgather:
+      return cohort_allgather_stream(team, c.send, c.recv, c.count, c.dtype, stream);
+    case Collective::kReduceScatter:
+      return cohort_reduce_scatter_stream(team, c.send, c.recv, c.count, c.dtype, c.op, stream);
+    case Collective::kAlltoall:
+      return cohort_alltoall_stream(team, c.send, c.recv, c.count, c.dtype, stream);
+    default: return cohort_barrier_stream(team, stream);
   }
 }
 

@@ -40,7 +40,7 @@ Shape shape_of(Collective c, size_t bytes, size_t elem_size, int ranks);
 
 // Every run has two buffers of at least the sweep's largest size: `input` holds this rank's
 // input and is never written by a run; out of place the output goes to `output`, in place
-// the input is first copied into `output` (see stage_in_place) and the call works there.
+// the input is first copied into `output` (see in_place_copy) and the call works there.
 struct Buffers {
   const char *input = nullptr;
   char *output = nullptr;
@@ -74,10 +74,16 @@ struct CallArgs {
 };
 Call make_call(const CallArgs &args, const Buffers &buffers);
 
-// In place, copies the input from buffers.input to where the call reads it: all of it
-// (reduce-scatter and alltoall: ranks blocks), this rank's block of allgather's output, and
-// for broadcast only on the root.  Out of place, does nothing.
-void stage_in_place(const Call &call, const Shape &shape, const Buffers &buffers);
+// The copy that stages an in-place call's input: from buffers.input to where the call reads
+// it, all of it (reduce-scatter and alltoall: ranks blocks), this rank's block of allgather's
+// output, and for broadcast only on the root.  Out of place (and for the barrier, and a
+// broadcast's other ranks) no copy: bytes 0.
+struct StageCopy {
+  void *dst = nullptr;
+  const void *src = nullptr;
+  size_t bytes = 0;
+};
+StageCopy in_place_copy(const Call &call, const Shape &shape, const Buffers &buffers);
 
 // Where this rank's result lies: `count` elements from `data` (none on a reduce's non-root
 // ranks and for the barrier).
@@ -88,6 +94,8 @@ struct Region {
 Region output_region(const Call &call);
 
 cohort_status_t run_cohort(cohort_team_t team, const Call &call);
+// The stream-ordered form (cohort_*_stream): enqueues the call on `stream` and returns.
+cohort_status_t run_cohort_stream(cohort_team_t team, const Call &call, void *stream);
 
 // nullptr when MPI can make the same call, else why not, for the table ("n/a"): fp16 and
 // bf16 have no MPI type to reduce, and MPI has no average.

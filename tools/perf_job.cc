@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <climits>
 #include <thread>
 
 namespace cohort::perf {
@@ -63,6 +64,19 @@ Job job_of(MPI_Comm comm) {
   job.load.cores = share.cores;
   job.load.host = share.host;
   return job;
+}
+
+std::string first_error(MPI_Comm comm, const std::string &mine) {
+  int rank = 0, first = 0;
+  MPI_Comm_rank(comm, &rank);
+  const int candidate = mine.empty() ? INT_MAX : rank;
+  MPI_Allreduce(&candidate, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == INT_MAX) return "";
+  int length = static_cast<int>(mine.size());
+  MPI_Bcast(&length, 1, MPI_INT, first, comm);
+  std::string text = rank == first ? mine : std::string(length, ' ');
+  MPI_Bcast(text.data(), length, MPI_CHAR, first, comm);
+  return text;
 }
 
 std::string oversubscription_warning(const HostLoad &load) {

@@ -9,6 +9,10 @@
 
 namespace cohort::perf {
 
+// The exit status of a run that measured nothing because what it was asked to measure is not
+// there (-m cuda without a GPU, or without CUDA in the build): automake's "skipped".
+constexpr int kExitSkipped = 77;
+
 struct HostLoad {
   int hosts = 1;                 // hosts of the job (MPI shared-memory domains)
   int oversubscribed_hosts = 0;  // hosts whose ranks outnumber their cores
@@ -27,6 +31,10 @@ struct Job {
 
 // Collective over comm: every rank gets the same load.
 Job job_of(MPI_Comm comm);
+
+// Collective over comm: "" when `mine` is "" on every rank, else the text of the lowest rank
+// whose `mine` is not, on every rank.  For outcomes the ranks must agree on before going on.
+std::string first_error(MPI_Comm comm, const std::string &mine);
 
 // "4 ranks share 2 cores on host H: timings and ratios are not meaningful", or "" when every
 // host has a core per rank.

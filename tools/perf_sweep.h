@@ -1,6 +1,10 @@
-// cohort_perf's collective sweep (-c): each collective over a range of sizes on one host-only
-// team over MPI_COMM_WORLD, printed as nccl-tests prints its tables (out-of-place, then in
-// place), optionally validated (--check) and timed against the matching MPI call (--vs-mpi).
+// cohort_perf's collective sweep (-c): each collective over a range of sizes on one team over
+// MPI_COMM_WORLD, printed as nccl-tests prints its tables (out-of-place, then in place),
+// optionally validated (--check) and timed against the matching MPI call (--vs-mpi).  On host
+// memory the team is host-only and the calls blocking; with -m cuda every rank binds a GPU,
+// the calls are the stream-ordered ones on device buffers, optionally also replayed from CUDA
+// graphs (--graph), set against the GPU's copy bandwidth (--roofline) and against NCCL
+// (--vs-nccl).
 #pragma once
 
 #include <cstddef>
@@ -9,6 +13,7 @@
 
 #include "cohort.h"
 #include "perf_job.h"
+#include "perf_memory.h"
 #include "coll/schedule.h"
 
 namespace cohort::perf {
@@ -28,15 +33,20 @@ struct SweepOptions {
   bool check = false;
   bool vs_mpi = false;
   std::string json;  // rank 0 writes every row here when set
+  MemoryKind memory = MemoryKind::kHost;
+  int graph_ops = 0;      // --graph N: calls per CUDA graph; 0: no graphs
+  bool roofline = false;  // --roofline
+  bool vs_nccl = false;   // --vs-nccl
 };
 
 // The sizes min, min * factor, ... up to max (bytes).
 std::vector<size_t> sweep_sizes(const SweepOptions &opt);
 
-// Runs the sweep on every rank; rank 0 prints.  Returns the exit status: 0, or 1 when the
-// team could not be created, --check found wrong elements, or the JSON file could not be
-// written.  A collective that fails prints its error and aborts the job (its peers would
-// otherwise wait in it until COHORT_COLL_TIMEOUT).
+// Runs the sweep on every rank; rank 0 prints.  Returns the exit status: 0, 1 when the team
+// could not be created, --check found wrong elements, or the JSON file could not be written,
+// or kExitSkipped when -m cuda finds no GPU (or no CUDA in the build).  A collective that fails
+// prints its error and aborts the job (its peers would otherwise wait in it until
+// COHORT_COLL_TIMEOUT).
 int run_sweep(const SweepOptions &opt, const Job &job);
 
 }  // namespace cohort::perf

@@ -11,7 +11,9 @@
 #include "cohort.h"
 #include "core/clock.h"
 #include "core/gpu_identity.h"
+#include "perf_cuda.h"
 #include "perf_json.h"
+#include "perf_nccl.h"
 #include "perf_progress.h"
 
 namespace cohort::perf {
@@ -55,6 +57,7 @@ Stats stats_of(std::vector<double> v) {
 
 // The slowest rank's time of every timed iteration, in ms.
 struct Timings {
+  double first_create_ms = 0;  // the first team's, untimed iterations included
   std::vector<double> create_ms, destroy_ms;
   std::vector<std::vector<double>> phase_ms;  // [phase][iteration]
   std::vector<const char *> phase_names;
@@ -87,6 +90,7 @@ bool run_iteration(const cohort_team_config_t &config, const Job &job, bool firs
   const int64_t t3 = now_ns();
   double local[2] = {(t1 - t0) / 1e6, (t3 - t2) / 1e6}, slowest[2];
   MPI_Allreduce(local, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (first) t->first_create_ms = slowest[0];
   if (timed) {
     t->create_ms.push_back(slowest[0]);
     t->destroy_ms.push_back(slowest[1]);
@@ -94,11 +98,65 @@ bool run_iteration(const cohort_team_config_t &config, const Job &job, bool firs
   return true;
 }
 
+// --vs-nccl: NCCL's communicator creation, timed as Cohort's teams (the slowest rank's) once
+// they are done: as many untimed and timed iterations, each communicator destroyed.
+struct NcclTimings {
+  std::string version;
+  std::string skipped;  // why NCCL did not run, or ""
+  double first_ms = 0;  // the first communicator's
+  std::vector<double> init_ms;
+};
+
+// One ncclGetUniqueId + MPI_Bcast + ncclCommInitRank, then ncclCommDestroy: the slowest
+// rank's creation time in *ms; "" or the error.
+std::string nccl_iteration(Nccl *nccl, double *ms) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int64_t t0 = now_ns();
+  std::string why = nccl->init(MPI_COMM_WORLD);
+  double local = (now_ns() - t0) / 1e6;
+  if (why.empty()) why = nccl->destroy();
+  MPI_Allreduce(&local, ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return first_error(MPI_COMM_WORLD, why);
+}
+
+NcclTimings time_nccl(const TeamCreateOptions &opt, const GpuBinding &gpu) {
+  NcclTimings t;
+  std::unique_ptr<Nccl> nccl = load_nccl_for_job(MPI_COMM_WORLD, gpu.ranks_per_gpu, &t.skipped);
+  if (!nccl) return t;
+  t.version = nccl->version();
+  for (int it = -opt.warmup; it < opt.iterations && t.skipped.empty(); ++it) {
+    progress_show("ncclCommInitRank, " + std::to_string(std::max(it + 1, 0)) + "/" +
+                  std::to_string(opt.iterations) + " iterations");
+    double ms = 0;
+    t.skipped = nccl_iteration(nccl.get(), &ms);
+    if (it == -opt.warmup) t.first_ms = ms;
+    if (it >= 0) t.init_ms.push_back(ms);
+  }
+  return t;
+}
+
 void print_row(const char *operation, int ranks, const Stats &s) {
   printf("  %-14s %6d %11.3f %11.3f %11.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
 }
 
-void print_results(const Timings &t, int ranks) {
+void print_nccl(const Timings &t, const NcclTimings &nccl) {
+  if (!nccl.skipped.empty()) {
+    printf("# vs NCCL: not compared: %s\n", nccl.skipped.c_str());
+    return;
+  }
+  const double cohort_median = stats_of(t.create_ms).median_ms;
+  const double nccl_median = stats_of(nccl.init_ms).median_ms;
+  printf("# nccl-comm-init: NCCL %s, ncclGetUniqueId (rank 0) + MPI_Bcast + ncclCommInitRank\n",
+         nccl.version.c_str());
+  printf(
+      "# first after the CUDA context: team-create %.3f ms, nccl-comm-init %.3f ms: Cohort / "
+      "NCCL %.3f\n",
+      t.first_create_ms, nccl.first_ms, t.first_create_ms / nccl.first_ms);
+  printf("# median: team-create %.3f ms, nccl-comm-init %.3f ms: Cohort / NCCL %.3f\n",
+         cohort_median, nccl_median, cohort_median / nccl_median);
+}
+
+void print_results(const Timings &t, const NcclTimings *nccl, int ranks) {
   printf("# %-14s %6s %11s %11s %11s\n", "operation", "ranks", "min (ms)", "median (ms)",
          "max (ms)");
   print_row("team-create", ranks, stats_of(t.create_ms));
@@ -106,8 +164,12 @@ void print_results(const Timings &t, int ranks) {
   for (size_t p = 0; p < t.phase_ms.size(); ++p) {
     print_row(t.phase_names[p], ranks, stats_of(t.phase_ms[p]));
   }
+  if (nccl != nullptr && nccl->skipped.empty()) {
+    print_row("nccl-comm-init", ranks, stats_of(nccl->init_ms));
+  }
   printf("# team-create median over %zu iterations (slowest rank each): %.3f ms\n",
          t.create_ms.size(), stats_of(t.create_ms).median_ms);
+  if (nccl != nullptr) print_nccl(t, *nccl);
 }
 
 nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
@@ -117,37 +179,66 @@ nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
           {"max", json_rounded(s.max_ms, 6)}};
 }
 
-bool write_json(const TeamCreateOptions &opt, const Timings &t, const Job &job) {
+bool write_json(const TeamCreateOptions &opt, const Timings &t, const NcclTimings *nccl,
+                const Job &job) {
   nlohmann::ordered_json doc = json_header("team-create", job);
   doc["iterations"] = opt.iterations;
   doc["host_only"] = opt.host_only;
+  doc["memory"] = opt.cuda ? "cuda" : "host";
   doc["units"] = {{"create_ms", "ms"}, {"destroy_ms", "ms"}, {"phases_ms", "ms"}};
+  doc["first_create_ms"] = json_rounded(t.first_create_ms, 6);
   doc["create_ms"] = stats_json(t.create_ms);
   doc["destroy_ms"] = stats_json(t.destroy_ms);
   nlohmann::ordered_json phases = nlohmann::ordered_json::object();
   for (size_t p = 0; p < t.phase_ms.size(); ++p)
     phases[t.phase_names[p]] = stats_json(t.phase_ms[p]);
   doc["phases_ms"] = std::move(phases);
+  if (nccl != nullptr && !nccl->skipped.empty()) doc["nccl_skipped"] = nccl->skipped;
+  if (nccl != nullptr && nccl->skipped.empty()) {
+    const double cohort_median = stats_of(t.create_ms).median_ms;
+    const double nccl_median = stats_of(nccl->init_ms).median_ms;
+    doc["nccl"] = {{"version", nccl->version},
+                   {"what", "ncclGetUniqueId + MPI_Bcast + ncclCommInitRank"},
+                   {"first_init_ms", json_rounded(nccl->first_ms, 6)},
+                   {"init_ms", stats_json(nccl->init_ms)},
+                   {"ratio_first", json_rounded(t.first_create_ms / nccl->first_ms, 6)},
+                   {"ratio_median", json_rounded(cohort_median / nccl_median, 6)}};
+  }
   return write_json_file(opt.json, doc);
 }
 
 }  // namespace
 
 int run_team_create(const TeamCreateOptions &opt, const Job &job) {
+  GpuBinding gpu;
+  if (opt.cuda) {
+    const std::string why = bind_gpu(MPI_COMM_WORLD, &gpu);
+    if (!why.empty()) {
+      if (job.rank == 0) fprintf(stderr, "cohort_perf: -m cuda: skipped: %s\n", why.c_str());
+      return kExitSkipped;
+    }
+  }
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   if (opt.host_only) config.cuda_device = COHORT_DEVICE_NONE;
+  if (opt.cuda) config.cuda_device = gpu.device;
   Timings timings;
   progress_start(job.rank == 0);
   for (int it = -opt.warmup; it < opt.iterations; ++it) {
-    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) return 1;
+    if (!run_iteration(config, job, it == -opt.warmup, it >= 0, &timings)) {
+      if (job.rank == 0) print_shared_gpu_hint(gpu);
+      return 1;
+    }
     progress_show("team-create, " + std::to_string(std::max(it + 1, 0)) + "/" +
                   std::to_string(opt.iterations) + " iterations");
   }
+  NcclTimings nccl;
+  if (opt.vs_nccl) nccl = time_nccl(opt, gpu);
   progress_clear();
   if (job.rank != 0) return 0;
-  print_results(timings, job.ranks);
-  return opt.json.empty() || write_json(opt, timings, job) ? 0 : 1;
+  const NcclTimings *compared = opt.vs_nccl ? &nccl : nullptr;
+  print_results(timings, compared, job.ranks);
+  return opt.json.empty() || write_json(opt, timings, compared, job) ? 0 : 1;
 }
 
 }  // namespace cohort::perf

@@ -3,6 +3,10 @@
 # one TAP line per run, for automake's tap-driver.sh.  A run passes when it exits 0, prints
 # every size of every collective asked for, and every row's #wrong is 0 (read from --json);
 # the bad-argument runs pass when they fail with a message that names the argument, once.
+# The -m cuda runs (GPU device memory) pass the same way, where a collective the GPU does not
+# run yet prints its one "not on the GPU yet" line instead of rows (allreduce must run); they
+# are skipped, with cohort_perf's reason, where there is no GPU or no CUDA in the build (exit
+# 77).  Ranks share the GPU (COHORT_ALLOW_SHARED_GPU=1): slow without MPS, still correct.
 # Environment: MPIRUN (default: mpirun), COHORT_PERF (default: ../../tools/cohort_perf),
 #              COHORT_PERF_CHECK_FILTER (a grep -E pattern over the test names, to run a subset).
 MPIRUN=${MPIRUN:-mpirun}
@@ -15,8 +19,9 @@ export COHORT_DEBUG="${COHORT_DEBUG:-WARN}"
 sweep="-b 7 -e 64K -f 3 -n 3 -w 1"
 sizes=9
 
-# "NP check COLLECTIVES ARGS...": a validated sweep; "NP fails PATTERN ARGS...": a bad
-# argument that must fail, printing PATTERN (underscores stand for spaces) once.
+# "NP check COLLECTIVES ARGS...": a validated sweep; "NP cuda COLLECTIVES ARGS...": the same on
+# GPU device memory (-m cuda); "NP fails PATTERN ARGS...": a bad argument that must fail,
+# printing PATTERN (underscores stand for spaces) once.
 tests=""
 add() { tests="$tests
 $*"; }
@@ -39,6 +44,13 @@ add "2 fails -o_mean:_unknown_op -c allreduce -o mean"
 add "2 fails -c_nosuch:_unknown_collective -c nosuch"
 add "2 fails -r_2:_the_root_must_be_below_the_rank_count -c reduce -r 2"
 add "2 fails belong_to_the_collective_sweep -b 8"
+add "1 cuda allreduce -d fp32 -o sum --graph 4 --roofline --vs-nccl"
+add "2 cuda allreduce,broadcast -d bf16 -o max --graph 2"
+add "3 cuda allreduce -d int32 -o avg --in-place"
+add "4 cuda allreduce,reduce_scatter -d fp16 -o sum --roofline"
+add "2 fails --vs-mpi_on_GPU_device_memory -c allreduce -m cuda --vs-mpi"
+add "2 fails -m_bogus:_unknown_memory -c allreduce -m bogus"
+add "2 fails --graph_and_--roofline_run_on_the_GPU -c allreduce --graph 4"
 
 if [ -n "$COHORT_PERF_CHECK_FILTER" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_PERF_CHECK_FILTER")
@@ -49,11 +61,16 @@ log=$(mktemp)
 json=$(mktemp)
 trap 'rm -f "$log" "$json"' EXIT
 
-# Why a --check run failed, or nothing.  $1: collectives, $2: placements.
+# Why a --check run failed, or nothing.  $1: collectives, $2: placements.  A collective that
+# printed "# NAME: not on the GPU yet" has no rows (allreduce always has).
 check_output() {
   collectives=$1 placements=$2
   rows=0
   for c in $(echo "$collectives" | tr , ' '); do
+    if grep -q "^# $c: not on the GPU yet: " "$log"; then
+      [ "$c" != allreduce ] || { echo "allreduce did not run on the GPU"; return; }
+      continue
+    fi
     case $c in
       all) rows=$((rows + 6 * sizes + 1)) ;;
       barrier) rows=$((rows + 1)) ;;
@@ -76,16 +93,22 @@ n=0
 printf '%s\n' "$tests" | grep . | while read -r np kind what args; do
   n=$((n + 1))
   rm -f "$json"
-  if [ "$kind" = check ]; then
-    name="np=$np -c $what $args"
+  skip=""
+  if [ "$kind" = check ] || [ "$kind" = cuda ]; then
+    memory=""
+    [ "$kind" = cuda ] && memory="-m cuda"
+    name="np=$np${memory:+ $memory} -c $what $args"
     # shellcheck disable=SC2086
-    timeout 240 "$MPIRUN" -np "$np" "$COHORT_PERF" -c "$what" $sweep $args --check \
-      --json "$json" >"$log" 2>&1 </dev/null
+    COHORT_ALLOW_SHARED_GPU=1 timeout 240 "$MPIRUN" -np "$np" "$COHORT_PERF" $memory -c "$what" \
+      $sweep $args --check --json "$json" >"$log" 2>&1 </dev/null
     rc=$?
     placements=2
     case " $args " in *" --in-place "* | *" --out-of-place "*) placements=1 ;; esac
     why=""
-    if [ $rc -ne 0 ]; then
+    if [ $rc -eq 77 ] && [ "$kind" = cuda ]; then
+      skip=$(sed -n 's/^cohort_perf: -m cuda: skipped: //p' "$log" | head -1)
+      [ -n "$skip" ] || why="exit 77 without saying why"
+    elif [ $rc -ne 0 ]; then
       why="exit $rc"
     else
       why=$(check_output "$what" "$placements")
@@ -104,7 +127,9 @@ printf '%s\n' "$tests" | grep . | while read -r np kind what args; do
       why="message '$pattern' printed $found times"
     fi
   fi
-  if [ -z "$why" ]; then
+  if [ -n "$skip" ] && [ -z "$why" ]; then
+    echo "ok $n - $name # SKIP $skip"
+  elif [ -z "$why" ]; then
     echo "ok $n - $name"
   else
     echo "not ok $n - $name ($why)"
