@@ -73,7 +73,8 @@ Status CollFront::enqueue(const CollCall &call, void *stream) {
   const coll::SelectRule *rule = nullptr;
   Status s = choose(call, &args, &rule);
   if (is_error(s) || rule == nullptr) return s;
-  if (args.memory != COHORT_MEMORY_CUDA_DEVICE) {
+  // A barrier has no buffers: it is the GPU's when called on a stream.
+  if (args.memory != COHORT_MEMORY_CUDA_DEVICE && call.collective != coll::Collective::kBarrier) {
     return failf(COHORT_ERR_INVALID_ARG,
                  "%s_stream: the buffers are %s memory; stream-ordered collectives take GPU "
                  "device memory (cohort_%s takes host memory)",
