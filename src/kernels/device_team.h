@@ -26,7 +26,7 @@ constexpr int kMaxLocalRanks = 16;          // ranks of one host a GPU team span
 constexpr int kMaxBlocks = 32;              // thread blocks a collective kernel uses at most
 constexpr int kFlagBytes = 128;             // one flag per line: writers never share one
 constexpr size_t kOneShotBytes = 64 << 10;  // largest message of a one-shot collective
-constexpr size_t kChunkBytes = 32 << 10;    // one block's inbox for one pipeline step
+constexpr size_t kChunkBytes = 128 << 10;   // one block's inbox for one pipeline step
 
 // Flags per (writer, block): one per handshake a kernel runs.
 enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagSlots = 2 };
@@ -86,10 +86,9 @@ struct DeviceTeam {
   unsigned long long *sequence;
   unsigned int *blocks_done;  // blocks of the running call that finished (the last resets it)
   unsigned int *fault_claim;  // device memory: the first block that stops early takes it
-  // Host-mapped pinned memory: this rank's host raises *abort (peers raise the window's stop
-  // word); the block that took fault_claim writes
-  // *fault (atomics on host memory are not atomic everywhere, plain stores are).
-  volatile uint32_t *abort;
+  // Host-mapped pinned memory, written by the block that took fault_claim (atomics on host
+  // memory are not atomic everywhere, plain stores are).  Aborts reach kernels only through
+  // the stop word in the windows: kernels never read host memory.
   volatile DeviceFault *fault;
   uint64_t timeout_ns;  // a wait longer than this stops the kernel (kStopTimeout)
 };

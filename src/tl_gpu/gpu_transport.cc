@@ -49,10 +49,11 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-// Where the host keeps the abort word and the fault record that kernels read and write.
+// Pinned host memory of the team: the stop word abort() copies into every window, and the
+// fault record a stopped kernel writes.
 struct Control {
-  uint32_t abort;
-  uint32_t stop_word;  // what abort() copies into every window (kernels::stop_word)
+  uint32_t stop_word;  // kernels::stop_word
+  uint32_t reserved;
   k::DeviceFault fault;
 };
 
@@ -215,7 +216,6 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   team_.blocks_done = reinterpret_cast<unsigned int *>(counters_.get() + 8);
   team_.fault_claim = reinterpret_cast<unsigned int *>(counters_.get() + 12);
   char *control = control_.device();
-  team_.abort = reinterpret_cast<volatile uint32_t *>(control + offsetof(Control, abort));
   team_.fault = reinterpret_cast<volatile k::DeviceFault *>(control + offsetof(Control, fault));
   active_ = true;
   return COHORT_SUCCESS;
@@ -290,6 +290,11 @@ Status GpuTransport::launch_allreduce(const tl::DeviceCall &call, cudaStream_t s
   const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
   args.algo = oneshot ? k::AllreduceAlgo::kOneShot : k::AllreduceAlgo::kTwoShot;
   const size_t bytes = call.count * k::dtype_size(args.dtype);
+  if (team_.size == 1) {  // a team of one GPU rank: the input is the result
+    if (call.src == call.dst) return COHORT_SUCCESS;
+    return cuda_status(cudaMemcpyAsync(call.dst, call.src, bytes, cudaMemcpyDeviceToDevice, stream),
+                       "copying a one-rank allreduce's input on the GPU");
+  }
   if (oneshot && bytes > k::kOneShotBytes) {
     return failf(COHORT_ERR_INVALID_ARG,
                  "allreduce on GPU device memory: algorithm oneshot takes at most %zu bytes per "
@@ -383,7 +388,6 @@ Status GpuTransport::fault() const {
 // each window), without waiting: the copies run on the control stream, beside any kernel.
 void GpuTransport::abort() {
   if (!active_ || aborted_.exchange(true)) return;
-  control().abort = 1;
   DeviceGuard guard(device_);
   control().stop_word = k::stop_word(team_.rank, -1);
   const void *word = control_.host() + offsetof(Control, stop_word);
