@@ -126,12 +126,16 @@ void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t cou
   std::vector<char> in(bytes + 1), want(bytes + 1), got(bytes + 1);
   for (size_t i = 0; i < count; ++i) store(t, in.data(), i, input(t, op, g_rank, i));
   CHECK_STATUS(cohort_allreduce(team, in.data(), want.data(), count, t, op), COHORT_SUCCESS);
-  void *src = nullptr, *dst = nullptr;
-  CUDA_OK(cudaMalloc(&src, bytes + 16));
-  CUDA_OK(cudaMalloc(&dst, bytes + 16));
+  // --offset K: both buffers start K elements past an allocation (not 16-byte aligned).
+  const size_t offset = static_cast<size_t>(opt_int("offset", 0)) * elem_bytes(t);
+  void *src_base = nullptr, *dst_base = nullptr;
+  CUDA_OK(cudaMalloc(&src_base, bytes + 16 + offset));
+  CUDA_OK(cudaMalloc(&dst_base, bytes + 16 + offset));
+  void *src = static_cast<char *>(src_base) + offset;
+  void *dst = static_cast<char *>(dst_base) + offset;
   void *target = in_place ? src : dst;
   CUDA_OK(cudaMemcpy(src, in.data(), bytes, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(dst, 0xee, bytes + 16));
+  CUDA_OK(cudaMemset(dst_base, 0xee, bytes + 16 + offset));
   CUDA_OK(cudaDeviceSynchronize());  // the memset ran on the legacy stream, the test's does not
   char what[160];
   snprintf(what, sizeof(what), "allreduce %s %s count %zu %s %s", kDtypeNames[t], kOpNames[op],
@@ -139,9 +143,15 @@ void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t cou
   if (device_allreduce(team, mode, src, target, count, t, op, stream)) {
     CUDA_OK(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost));
     compare(what, t, got, want, count);
+    // Nothing past the output is written.
+    unsigned char guard[16];
+    CUDA_OK(cudaMemcpy(guard, static_cast<char *>(target) + bytes, 16, cudaMemcpyDeviceToHost));
+    if (!in_place) {
+      for (unsigned char g : guard) CHECK(g == 0xee, "%s: a byte past the output changed", what);
+    }
   }
-  cudaFree(src);
-  cudaFree(dst);
+  cudaFree(src_base);
+  cudaFree(dst_base);
 }
 
 void allreduce_matrix() {

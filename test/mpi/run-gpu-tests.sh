@@ -14,6 +14,9 @@ export COHORT_ALLOW_SHARED_GPU=1
 tests="1 allreduce
 2 allreduce
 3 allreduce --quick 1
+3 allreduce --quick 1 --offset 1
+2 allreduce --quick 1 @COHORT_COLL_ALGO=allreduce@cuda-device=twoshot
+9 allreduce --quick 1
 4 allreduce
 2 pipeline
 4 pipeline
