@@ -62,13 +62,11 @@ __device__ void reduce_all(void *dst, const void *const *srcs, int n, size_t cou
   __syncthreads();
 }
 
+// One-shot, this block's part of call `sequence`.
 template <DType D, RedOp Op>
-__global__ void __launch_bounds__(kThreads) oneshot(const __grid_constant__ AllreduceArgs a) {
+__device__ void oneshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
   const DeviceTeam &t = a.team;
-  const uint64_t sequence = *t.sequence;
-  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
-  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const int parity = static_cast<int>(sequence & 1);
   auto slot = [&](int owner, int writer) {
     return t.windows[owner] + t.layout.oneshot_offset +
@@ -93,16 +91,13 @@ __global__ void __launch_bounds__(kThreads) oneshot(const __grid_constant__ Allr
     __syncthreads();
     reduce_all<D, Op>(at(a.dst, part.begin, elem), srcs, t.size, part.count, t.size);
   }
-  finish_block(t, sequence);
 }
 
+// Two-shot, this block's part of call `sequence`.
 template <DType D, RedOp Op>
-__global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ AllreduceArgs a) {
+__device__ void twoshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
   const DeviceTeam &t = a.team;
-  const uint64_t sequence = *t.sequence;
-  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
-  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   // A step covers size slices of slice_bytes, one per rank.
   const size_t slice_bytes = kChunkBytes / t.size / kAlignBytes * kAlignBytes;
   const size_t step_elems = slice_bytes / elem * t.size;
@@ -126,7 +121,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ Allr
            slice(q).count * elem);
     }
     signal_peers(t, kFlagArrive, value);
-    if (!wait_peers(t, kFlagArrive, value, sequence)) break;
+    if (!wait_peers(t, kFlagArrive, value, sequence)) return;
     if (threadIdx.x < t.size) {
       const int q = threadIdx.x;
       srcs[q] = q == t.rank && !own_slot ? at(a.src, base + slice(q).begin, elem)
@@ -141,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ Allr
       if (q != t.rank) copy(block_threads(), inbox_of(q, 1), result, mine.count * elem);
     }
     signal_peers(t, kFlagResult, value);
-    if (!wait_peers(t, kFlagResult, value, sequence)) break;
+    if (!wait_peers(t, kFlagResult, value, sequence)) return;
     for (int q = 0; q < t.size; ++q) {
       if (q == t.rank) continue;
       copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
@@ -149,14 +144,30 @@ __global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ Allr
     }
     __syncthreads();  // the gather inbox is free again before this block signals the next step
   }
-  finish_block(t, sequence);
+}
+
+// Every block: the call's number, nothing at all on a stopped team (its data would pass for a
+// later call's), its part, and the end that advances the call counter.
+template <DType D, RedOp Op, AllreduceAlgo A>
+__global__ void __launch_bounds__(kThreads) allreduce(const __grid_constant__ AllreduceArgs a) {
+  const uint64_t sequence = *a.team.sequence;
+  if (!team_stopped(a.team, sequence)) {
+    const Part part = split(a.count, dtype_size(D), blockIdx.x, gridDim.x);
+    if constexpr (A == AllreduceAlgo::kOneShot) {
+      oneshot<D, Op>(a, sequence, part);
+    } else {
+      twoshot<D, Op>(a, sequence, part);
+    }
+  }
+  finish_block(a.team, sequence);
 }
 
 using Kernel = void (*)(AllreduceArgs);
 
 template <DType D, RedOp Op>
 Kernel pick(AllreduceAlgo algo) {
-  return algo == AllreduceAlgo::kOneShot ? oneshot<D, Op> : twoshot<D, Op>;
+  return algo == AllreduceAlgo::kOneShot ? allreduce<D, Op, AllreduceAlgo::kOneShot>
+                                         : allreduce<D, Op, AllreduceAlgo::kTwoShot>;
 }
 
 template <DType D>

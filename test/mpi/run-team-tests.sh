@@ -42,7 +42,7 @@ add "8 plan --intra SYS @COHORT_TOPO_FILE=$TOPO_DATA/pcie-8gpu.xml"
 add "4 plan --intra NVL @COHORT_TOPO_FILE=$TOPO_DATA/v100-4gpu-allpairs.xml"
 add "4 plan-graph-file @COHORT_TOPO_FILE=$TOPO_DATA/h100-8gpu-nvswitch.xml"
 add "3 plan-fails --expect phase_align,different_from_rank_0's,ranks_1;,first_is_rank_1 @COHORT_INJECT_FAILURE=align:1:skew"
-add "4 plan-fails --expect phase_topology,COHORT_TOPO_FILE:,truncated.xml_line_ @COHORT_TOPO_FILE=$TOPO_DATA/../topo-bad/truncated.xml"
+add "4 plan-fails --expect phase_topology,FILE:,truncated.xml_line_ @COHORT_TOPO_FILE=$TOPO_DATA/../topo-bad/truncated.xml"
 for phase in topology graphs align connect device-setup; do
   add "3 inject --phase $phase --rank 1 @COHORT_INJECT_FAILURE=$phase:1"
 done
