@@ -164,7 +164,7 @@ void reference(void *out, const void *const *ins, int nins, size_t count, RedOp 
   using S = typename Ref::S;
   using C = typename Ref::C;
   if (nins == 1 && op != RedOp::kAvg) {  // the host path copies: bytes as they are
-    std::memcpy(out, ins[0], count * sizeof(S));
+    if (count > 0) std::memcpy(out, ins[0], count * sizeof(S));  // count 0 may pass nulls
     return;
   }
   for (size_t i = 0; i < count; ++i) {
