@@ -62,11 +62,13 @@ __device__ void reduce_all(void *dst, const void *const *srcs, int n, size_t cou
   __syncthreads();
 }
 
-// One-shot, this block's part of call `sequence`.
 template <DType D, RedOp Op>
-__device__ void oneshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
+__global__ void __launch_bounds__(kThreads) oneshot(const __grid_constant__ AllreduceArgs a) {
   const DeviceTeam &t = a.team;
+  const uint64_t sequence = *t.sequence;
+  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const int parity = static_cast<int>(sequence & 1);
   auto slot = [&](int owner, int writer) {
     return t.windows[owner] + t.layout.oneshot_offset +
@@ -91,13 +93,16 @@ __device__ void oneshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
     __syncthreads();
     reduce_all<D, Op>(at(a.dst, part.begin, elem), srcs, t.size, part.count, t.size);
   }
+  finish_block(t, sequence);
 }
 
-// Two-shot, this block's part of call `sequence`.
 template <DType D, RedOp Op>
-__device__ void twoshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
+__global__ void __launch_bounds__(kThreads) twoshot(const __grid_constant__ AllreduceArgs a) {
   const DeviceTeam &t = a.team;
+  const uint64_t sequence = *t.sequence;
+  if (team_stopped(t, sequence)) return finish_block(t, sequence);
   constexpr size_t elem = dtype_size(D);
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   // A step covers size slices of slice_bytes, one per rank.
   const size_t slice_bytes = kChunkBytes / t.size / kAlignBytes * kAlignBytes;
   const size_t step_elems = slice_bytes / elem * t.size;
@@ -121,7 +126,7 @@ __device__ void twoshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
            slice(q).count * elem);
     }
     signal_peers(t, kFlagArrive, value);
-    if (!wait_peers(t, kFlagArrive, value, sequence)) return;
+    if (!wait_peers(t, kFlagArrive, value, sequence)) break;
     if (threadIdx.x < t.size) {
       const int q = threadIdx.x;
       srcs[q] = q == t.rank && !own_slot ? at(a.src, base + slice(q).begin, elem)
@@ -136,7 +141,7 @@ __device__ void twoshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
       if (q != t.rank) copy(block_threads(), inbox_of(q, 1), result, mine.count * elem);
     }
     signal_peers(t, kFlagResult, value);
-    if (!wait_peers(t, kFlagResult, value, sequence)) return;
+    if (!wait_peers(t, kFlagResult, value, sequence)) break;
     for (int q = 0; q < t.size; ++q) {
       if (q == t.rank) continue;
       copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
@@ -144,30 +149,14 @@ __device__ void twoshot(const AllreduceArgs &a, uint64_t sequence, Part part) {
     }
     __syncthreads();  // the gather inbox is free again before this block signals the next step
   }
-}
-
-// Every block: the call's number, nothing at all on a stopped team (its data would pass for a
-// later call's), its part, and the end that advances the call counter.
-template <DType D, RedOp Op, AllreduceAlgo A>
-__global__ void __launch_bounds__(kThreads) allreduce(const __grid_constant__ AllreduceArgs a) {
-  const uint64_t sequence = *a.team.sequence;
-  if (!team_stopped(a.team, sequence)) {
-    const Part part = split(a.count, dtype_size(D), blockIdx.x, gridDim.x);
-    if constexpr (A == AllreduceAlgo::kOneShot) {
-      oneshot<D, Op>(a, sequence, part);
-    } else {
-      twoshot<D, Op>(a, sequence, part);
-    }
-  }
-  finish_block(a.team, sequence);
+  finish_block(t, sequence);
 }
 
 using Kernel = void (*)(AllreduceArgs);
 
 template <DType D, RedOp Op>
 Kernel pick(AllreduceAlgo algo) {
-  return algo == AllreduceAlgo::kOneShot ? allreduce<D, Op, AllreduceAlgo::kOneShot>
-                                         : allreduce<D, Op, AllreduceAlgo::kTwoShot>;
+  return algo == AllreduceAlgo::kOneShot ? oneshot<D, Op> : twoshot<D, Op>;
 }
 
 template <DType D>
