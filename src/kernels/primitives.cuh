@@ -10,11 +10,12 @@
 // - No synchronisation inside: a caller that reads the output with other threads
 //   synchronises (__syncthreads, a flag, the end of the kernel) itself.
 // - Any alignment and any count.  When every pointer has the same misalignment modulo 16, the
-//   first few elements are done one at a time and the rest moves in 16-byte accesses; when
-//   they differ, the body uses the widest access all of them allow (8, 4, 2 or 1 bytes, an
-//   element assembled from narrower accesses when it is misaligned to its own size); the last
-//   < 512 bytes are done one element at a time.  The main loop keeps 4 accesses of each input
-//   in flight per thread.
+//   elements up to the output's next 512-byte boundary are done one at a time and the rest
+//   moves in 16-byte accesses; when they differ, the body uses the widest access all of them
+//   allow (8, 4, 2 or 1 bytes, an element assembled from narrower accesses when it is
+//   misaligned to its own size); the last < 512 bytes are done one element at a time.  The
+//   main loop keeps 8 16-byte accesses of each input in flight per thread (4 for fp16/bf16
+//   with 3 inputs or more), a warp's covering 4 KiB in a row of each buffer.
 // - The output may be exactly one of the inputs (in place), never a partial overlap.
 // - Plain global loads and stores (not the read-only cache): inputs may be a peer's buffer
 //   mapped through CUDA IPC, written before the caller's flag said it was ready.

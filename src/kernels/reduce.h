@@ -14,7 +14,7 @@
 
 namespace cohort::kernels {
 
-// The grid of a launch; 0 lets the launcher choose (threads: 256; blocks: enough for the
+// The grid of a launch; 0 lets the launcher choose (threads: 512; blocks: enough for the
 // work, at most as many as fit on the device at once).  threads: a multiple of 32, <= 512;
 // blocks x threads < 2^31.
 struct LaunchShape {

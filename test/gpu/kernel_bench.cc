@@ -2,10 +2,12 @@
 // one run: the yardstick is that c = a + b for fp32 and bf16 reaches >= 97% of the copy's
 // bandwidth, aligned and with every pointer misaligned by 4 bytes.
 //
-// usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N]
+// usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N] [--target-only]
 //   --bytes    size of each buffer (default 1 GiB); k inputs and one output are allocated
 //   --reps     timed repetitions per row (default 25, after 3 warm-ups); the median is shown
 //   --blocks, --threads   the kernels' grid (default: the launcher's choice)
+//   --target-only   only the rows of the yardstick (and the copy kernel's)
+// The last line says whether the yardstick is met: c = a + b, fp32 and bf16, aligned and +4.
 // Bytes moved count every byte read and written: 2 x size for a copy, (k + 1) x size for a
 // k-input reduction.  Each row's output is spot-checked against the host after timing.
 #include <cuda_runtime_api.h>
@@ -51,6 +53,7 @@ struct Options {
   size_t bytes = size_t{1} << 30;
   int reps = 25;
   LaunchShape shape;
+  bool target_only = false;
 };
 
 constexpr int kWarmups = 3;
@@ -113,14 +116,19 @@ struct Buffers {
 
 struct Table {
   double copy_gbs = 0;
-  void row(const char *name, size_t moved, double ms) {
+  // Prints a row; returns its bandwidth in percent of the first row's.
+  double row(const char *name, size_t moved, double ms) {
     double gbs = static_cast<double>(moved) / (ms * 1e-3) / 1e9;
     if (copy_gbs == 0) copy_gbs = gbs;
     std::printf("%-34s %14zu %11.1f %9.1f %8.1f%%\n", name, moved, ms * 1e3, gbs,
                 100.0 * gbs / copy_gbs);
     std::fflush(stdout);
+    return 100.0 * gbs / copy_gbs;
   }
 };
+
+// The yardstick: c = a + b at >= 97% of cudaMemcpy D2D, for each of these rows.
+constexpr double kTargetPercent = 97.0;
 
 // Compares a few thousand elements of the output (start, middle, end) with the host's sum of
 // the inputs, in the order the kernel adds them (fp32 for both dtypes, bf16 rounded once).
@@ -168,9 +176,14 @@ bool spot_check(DType dtype, const Buffers &buffers, size_t dst_offset, size_t s
 int parse(int argc, char **argv, Options *options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--target-only") {
+      options->target_only = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr,
-                   "usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N]\n");
+                   "usage: kernel_bench [--bytes N] [--reps N] [--blocks N] [--threads N] "
+                   "[--target-only]\n");
       return 2;
     }
     long long value = std::atoll(argv[++i]);
@@ -231,6 +244,7 @@ int main(int argc, char **argv) {
   std::printf("%-34s %14s %11s %9s %9s\n", "row", "bytes moved", "median us", "GB/s", "of D2D");
   Table table;
   bool all_ok = true;
+  double target[2][2] = {};  // [fp32, bf16][aligned, +4]: percent of D2D
 
   // The yardstick first: the row every other is a fraction of.
   buffers.host[0].resize(size);
@@ -260,7 +274,8 @@ int main(int argc, char **argv) {
       buffers.host[set].resize(size);
       fill(dtype, &buffers.host[set], 100 + set);
     }
-    for (int k = 0; k < kMaxReduceInputs; ++k) {
+    const int ninputs = options.target_only ? 2 : kMaxReduceInputs;
+    for (int k = 0; k < ninputs; ++k) {
       CUDA_CHECK(cudaMemcpy(buffers.in[k], buffers.host[k % kValueSets].data(), size,
                             cudaMemcpyHostToDevice));
     }
@@ -268,7 +283,7 @@ int main(int argc, char **argv) {
       const char *name;
       size_t dst, src;
     };
-    auto run_sum = [&](int nsrcs, const Layout &layout, const std::string &name) {
+    auto run_sum = [&](int nsrcs, const Layout &layout, const std::string &name) -> double {
       ReduceArgs args;
       args.dst = buffers.out + layout.dst;
       for (int k = 0; k < nsrcs; ++k) args.srcs[k] = buffers.in[k] + layout.src;
@@ -277,19 +292,29 @@ int main(int argc, char **argv) {
       args.dtype = dtype;
       args.op = RedOp::kSum;
       args.shape = options.shape;
-      table.row(name.c_str(), (nsrcs + 1) * args.count * (size / count), median_ms(options, [&] {
-                  CUDA_CHECK(cohort::kernels::launch_reduce(args, nullptr));
-                }));
+      const double percent = table.row(
+          name.c_str(), (nsrcs + 1) * args.count * (size / count),
+          median_ms(options, [&] { CUDA_CHECK(cohort::kernels::launch_reduce(args, nullptr)); }));
       all_ok &= spot_check(dtype, buffers, layout.dst, layout.src, nsrcs, args.count);
+      return percent;
     };
     const Layout kLayouts[] = {{"", 0, 0}, {" +4", 4, 4}, {" dst+0 srcs+4", 0, 4}};
-    for (const Layout &layout : kLayouts) {
-      run_sum(2, layout, std::string(type) + " c = a + b" + layout.name);
+    for (int l = 0; l < (options.target_only ? 2 : 3); ++l) {
+      const double percent =
+          run_sum(2, kLayouts[l], std::string(type) + " c = a + b" + kLayouts[l].name);
+      if (l < 2) target[dtype == DType::kFloat32 ? 0 : 1][l] = percent;
     }
-    for (int k = 3; k <= kMaxReduceInputs; ++k) {
+    for (int k = 3; k <= (options.target_only ? 2 : kMaxReduceInputs); ++k) {
       run_sum(k, kLayouts[0], std::string(type) + " sum of " + std::to_string(k) + " inputs");
     }
   }
+  const bool met = target[0][0] >= kTargetPercent && target[0][1] >= kTargetPercent &&
+                   target[1][0] >= kTargetPercent && target[1][1] >= kTargetPercent;
+  std::printf(
+      "\ntarget: fp32 aligned %.1f%%, fp32 +4 %.1f%%, bf16 aligned %.1f%%, bf16 +4 %.1f%% "
+      "(>= %.0f%% each: %s)\n",
+      target[0][0], target[0][1], target[1][0], target[1][1], kTargetPercent,
+      met ? "PASS" : "FAIL");
   for (auto *in : buffers.in) CUDA_CHECK(cudaFree(in));
   CUDA_CHECK(cudaFree(buffers.out));
   return all_ok ? 0 : 1;

@@ -8,6 +8,11 @@
 // below only has to be the same for all of them, not contiguous: with narrow accesses a lane
 // owns words lane, lane + 32, ... of its tile, and each access instruction of a warp covers
 // 32 consecutive words.
+//
+// Which packs a thread takes (for_each_pack): in a group of whole warps, each warp takes U
+// consecutive tiles per round (lane l pack l of each), so one loop step of a warp reads and
+// writes U x 512 contiguous bytes of every buffer at constant offsets from one address; any
+// other group takes packs index, index + size, ... one at a time.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +26,22 @@ namespace detail {
 
 inline constexpr int kPackBytes = 16;       // what one thread holds of one input
 inline constexpr int kTileBytes = 32 * 16;  // a warp's packs
+// Where the head brings the output when it can: a warp tile's boundary, so that every warp
+// store of the body writes whole 32-byte sectors and whole 512-byte blocks.  On an H200, c =
+// a + b with every pointer misaligned by 4 ran at 85% of the aligned case's bandwidth with a
+// body merely 16-byte aligned (each warp store covering part of two sectors), 98% with
+// 128-byte and 99.6% with 512-byte alignment.  The head is at most 511 bytes, an element a
+// thread.
+inline constexpr uintptr_t kStoreAlign = kTileBytes;
 
-// Packs per thread per loop step (all loads issued first): 4 with 16-byte accesses; with
-// narrower ones a pack already takes several accesses, so fewer packs keep the registers (one
-// per access) and so the occupancy of the fast path's kernel the same.
+// Packs per thread per loop step, all loads issued first: 8, so 8 x 16 bytes of each input
+// are in flight per thread (4 reached 1-2% less of the bandwidth with 16-byte accesses; and
+// as a kernel's registers, so its occupancy, are those of its widest path, a narrow path
+// with fewer packs fell far behind: 78% of cudaMemcpy for bf16 with inputs misaligned by 4
+// and 1 pack).  A pack takes 4 registers whatever the width, but with 2- and 1-byte accesses
+// each access holds one until the pack is assembled, so those take fewer packs.
 __host__ __device__ constexpr int unroll_for(int access_bytes) {
-  return access_bytes == 16 ? 4 : access_bytes == 8 ? 2 : 1;
+  return access_bytes >= 4 ? 8 : access_bytes == 2 ? 4 : 2;
 }
 
 // How a call is cut: `head` elements one at a time, then `npacks` packs (whole tiles) with
@@ -41,7 +56,9 @@ __device__ __forceinline__ uintptr_t lowest_bit(uintptr_t x) { return x & (~x + 
 
 // Pointers that agree modulo A can all be brought to alignment A by the same head, when their
 // misalignment is a whole number of elements; otherwise (an element misaligned to its own
-// size) they keep their common alignment and the head is empty.
+// size) they keep their common alignment and the head is empty.  The head goes on to the
+// output's next kStoreAlign boundary when that is a whole number of elements (the inputs,
+// which agree with the output modulo A, are then aligned to A too).
 template <size_t S>
 __device__ __forceinline__ AlignPlan plan_alignment(const void *dst, const void *const *srcs,
                                                     int nsrcs, size_t count) {
@@ -52,7 +69,9 @@ __device__ __forceinline__ AlignPlan plan_alignment(const void *dst, const void 
   const uintptr_t misaligned = first & (common - 1);
   AlignPlan plan;
   if (misaligned % S == 0) {
-    plan.head = ((common - misaligned) & (common - 1)) / S;
+    uintptr_t head_bytes = (~first + 1) & (kStoreAlign - 1);
+    if (head_bytes % S != 0) head_bytes = (common - misaligned) & (common - 1);
+    plan.head = head_bytes / S;
     plan.width = static_cast<int>(common);
   } else {
     plan.head = 0;
@@ -76,66 +95,77 @@ __device__ __forceinline__ void with_width(int width, Body &&body) {
 }
 
 // Where the pieces of pack p lie, for accesses of A bytes and elements of S bytes: words of
-// max(A, S) bytes (an element is never split between lanes), each of kParts accesses.
+// max(A, S) bytes (an element is never split between lanes), each of kParts accesses.  Word w
+// of pack p begins at origin(p) + w * 32 * kWord; pack p + 32 is pack p's one tile on.
 template <int A, size_t S>
 struct PackLayout {
   static constexpr int kWord = A > static_cast<int>(S) ? A : static_cast<int>(S);
   static constexpr int kWords = kPackBytes / kWord;
   static constexpr int kParts = kWord / A;
 
-  __device__ static __forceinline__ size_t offset(size_t p, int w, int part) {
-    if constexpr (A == kPackBytes) {
-      return p * kPackBytes;
-    } else {
-      const size_t lane = p % 32;
-      return p / 32 * kTileBytes + (w * 32 + lane) * kWord + part * A;
-    }
+  __device__ static __forceinline__ size_t origin(size_t p) {
+    return p / 32 * kTileBytes + p % 32 * kWord;  // p * 16 when A == 16
   }
 };
 
+// The pack whose origin is at `at`.
 template <int A, class S>
-__device__ __forceinline__ void load_pack(Chunk<S> &chunk, const char *base, size_t p) {
+__device__ __forceinline__ void load_pack(Chunk<S> &chunk, const char *at) {
   using L = PackLayout<A, sizeof(S)>;
 #pragma unroll
   for (int w = 0; w < L::kWords; ++w) {
 #pragma unroll
     for (int t = 0; t < L::kParts; ++t) {
-      word<A>(chunk, w * L::kParts + t) = load_word<A>(base + L::offset(p, w, t));
+      word<A>(chunk, w * L::kParts + t) = load_word<A>(at + w * 32 * L::kWord + t * A);
     }
   }
 }
 
 template <int A, class S>
-__device__ __forceinline__ void store_pack(char *base, size_t p, Chunk<S> &chunk) {
+__device__ __forceinline__ void store_pack(char *at, Chunk<S> &chunk) {
   using L = PackLayout<A, sizeof(S)>;
 #pragma unroll
   for (int w = 0; w < L::kWords; ++w) {
 #pragma unroll
     for (int t = 0; t < L::kParts; ++t) {
-      store_word<A>(base + L::offset(p, w, t), word<A>(chunk, w * L::kParts + t));
+      store_word<A>(at + w * 32 * L::kWord + t * A, word<A>(chunk, w * L::kParts + t));
     }
   }
+}
+
+// Calls step(p, std::integral_constant<int, N>{}) for this thread's packs of [0, npacks):
+// packs p, p + 32, ..., p + 32 * (N - 1) (tiles in a row, N = U or less at the end) in a
+// group of whole warps, else single packs.  Every pack goes to exactly one thread.
+template <int U, class Step>
+__device__ __forceinline__ void for_each_pack(ThreadGroup group, size_t npacks, Step &&step) {
+  if (group.size % 32 != 0) {
+    for (size_t p = group.index; p < npacks; p += group.size) {
+      step(p, std::integral_constant<int, 1>{});
+    }
+    return;
+  }
+  // Round r: warp w takes tiles (r * warps + w) * U ... + U - 1.
+  const size_t advance = static_cast<size_t>(U) * group.size;
+  size_t p = static_cast<size_t>(group.index / 32) * (U * 32) + group.index % 32;
+  for (; p + (U - 1) * 32 < npacks; p += advance) step(p, std::integral_constant<int, U>{});
+  // The last, partial round: fewer than U of this thread's tiles are left.
+  for (; p < npacks; p += 32) step(p, std::integral_constant<int, 1>{});
 }
 
 // ------------------------------------------------------------------ copy
 
-template <int A, int U>
-__device__ __forceinline__ void copy_step(char *dst, const char *src, size_t p, size_t stride) {
-  Chunk<uint8_t> data[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) load_pack<A>(data[u], src, p + u * stride);
-#pragma unroll
-  for (int u = 0; u < U; ++u) store_pack<A>(dst, p + u * stride, data[u]);
-}
-
 template <int A>
 __device__ __forceinline__ void copy_body(ThreadGroup group, char *dst, const char *src,
                                           size_t npacks) {
-  const size_t stride = group.size;
-  size_t p = group.index;
-  constexpr int U = unroll_for(A);
-  for (; p + (U - 1) * stride < npacks; p += U * stride) copy_step<A, U>(dst, src, p, stride);
-  for (; p < npacks; p += stride) copy_step<A, 1>(dst, src, p, stride);
+  for_each_pack<unroll_for(A)>(group, npacks, [&](size_t p, auto packs) {
+    constexpr int N = decltype(packs)::value;
+    const size_t at = PackLayout<A, 1>::origin(p);
+    Chunk<uint8_t> data[N];
+#pragma unroll
+    for (int u = 0; u < N; ++u) load_pack<A>(data[u], src + at + u * kTileBytes);
+#pragma unroll
+    for (int u = 0; u < N; ++u) store_pack<A>(dst + at + u * kTileBytes, data[u]);
+  });
 }
 
 // ------------------------------------------------------------------ reduce
@@ -221,15 +251,15 @@ struct Reduction {
     }
   }
 
-  // One loop step: packs p, p + stride, ... (U of them) of every input, then the output.
+  // One loop step: the U packs at `at`, at + kTileBytes, ... of every input, then the output.
   // Both first inputs' loads are issued before any arithmetic; later inputs one at a time.
   template <int A, int U>
   __device__ static __forceinline__ void step(const ReduceOperands &x, size_t head_bytes, char *dst,
-                                              const char *src0, size_t p, size_t stride) {
+                                              const char *src0, size_t at) {
     Chunk<S> in[U];
     Acc acc[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) load_pack<A>(in[u], src0, p + u * stride);
+    for (int u = 0; u < U; ++u) load_pack<A>(in[u], src0 + at + u * kTileBytes);
     if (x.nsrcs == 1) {
 #pragma unroll
       for (int u = 0; u < U; ++u) widen(acc[u], in[u]);
@@ -237,14 +267,14 @@ struct Reduction {
       const char *src1 = static_cast<const char *>(x.srcs[1]) + head_bytes;
       Chunk<S> next[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) load_pack<A>(next[u], src1, p + u * stride);
+      for (int u = 0; u < U; ++u) load_pack<A>(next[u], src1 + at + u * kTileBytes);
 #pragma unroll
       for (int u = 0; u < U; ++u) first(acc[u], in[u], next[u]);
 #pragma unroll 1
       for (int k = 2; k < x.nsrcs; ++k) {
         const char *src = static_cast<const char *>(x.srcs[k]) + head_bytes;
 #pragma unroll
-        for (int u = 0; u < U; ++u) load_pack<A>(next[u], src, p + u * stride);
+        for (int u = 0; u < U; ++u) load_pack<A>(next[u], src + at + u * kTileBytes);
 #pragma unroll
         for (int u = 0; u < U; ++u) add(acc[u], next[u]);
       }
@@ -253,7 +283,7 @@ struct Reduction {
     for (int u = 0; u < U; ++u) {
       Chunk<S> out;
       finish_pack(out, acc[u], x.divisor);
-      store_pack<A>(dst, p + u * stride, out);
+      store_pack<A>(dst + at + u * kTileBytes, out);
     }
   }
 
@@ -263,13 +293,20 @@ struct Reduction {
     const size_t head_bytes = plan.head * sizeof(S);
     char *dst = static_cast<char *>(x.dst) + head_bytes;
     const char *src0 = static_cast<const char *>(x.srcs[0]) + head_bytes;
-    const size_t stride = group.size;
-    size_t p = group.index;
+    auto step_at = [&](size_t p, auto packs) {
+      step<A, decltype(packs)::value>(x, head_bytes, dst, src0,
+                                      PackLayout<A, sizeof(S)>::origin(p));
+    };
+    // Formats accumulated wider than stored (fp16/bf16 in fp32) hold twice the registers per
+    // pack while a third input and more are added: half the packs per step there, so that a
+    // step's loads still fit in the registers all at once (with U packs, bf16 sums of 3 to 8
+    // inputs fell to 91% .. 67% of cudaMemcpy).
     constexpr int U = unroll_for(A);
-    for (; p + (U - 1) * stride < plan.npacks; p += U * stride) {
-      step<A, U>(x, head_bytes, dst, src0, p, stride);
+    if (kInPlace || U == 1 || x.nsrcs <= 2) {
+      for_each_pack<U>(group, plan.npacks, step_at);
+    } else {
+      for_each_pack<U / 2>(group, plan.npacks, step_at);
     }
-    for (; p < plan.npacks; p += stride) step<A, 1>(x, head_bytes, dst, src0, p, stride);
   }
 
   // The elements before and after the body, one per thread; accesses of EA bytes (the

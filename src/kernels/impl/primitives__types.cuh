@@ -68,15 +68,32 @@ __device__ __forceinline__ Word<A> &word(Chunk<S> &chunk, int i) {
     return chunk.u8[i];
 }
 
-// Plain global loads and stores (no read-only cache: peers may write the data during a
-// kernel).  p is aligned to A.
+// kernel_emul_test's shim (test/gpu/emul) defines COHORT_KERNELS_EMULATION and
+// cohort_emul_check_aligned: every access then checks that its address is aligned to its
+// width, as the GPU needs (a misaligned access faults or drops low address bits there, while
+// the CPU the emulation runs on does it silently).
+#ifdef COHORT_KERNELS_EMULATION
+#define COHORT_KERNELS_CHECK_ALIGNED(p, bytes) cohort_emul_check_aligned(p, bytes)
+#else
+#define COHORT_KERNELS_CHECK_ALIGNED(p, bytes) ((void)0)
+#endif
+
+// Global loads and stores of one word, p aligned to A.  Loads are plain weak ones, never the
+// read-only path (ld.global.nc): peers may write the data during a kernel, after a flag the
+// caller read.  Stores of 16 bytes are streaming (st.global.cs, evict first: the output of a
+// pass over a buffer is rarely read again soon; a little faster than plain stores on an H200).
 template <int A>
 __device__ __forceinline__ Word<A> load_word(const char *p) {
+  COHORT_KERNELS_CHECK_ALIGNED(p, A);
   return *reinterpret_cast<const Word<A> *>(p);
 }
 template <int A>
 __device__ __forceinline__ void store_word(char *p, Word<A> value) {
-  *reinterpret_cast<Word<A> *>(p) = value;
+  COHORT_KERNELS_CHECK_ALIGNED(p, A);
+  if constexpr (A == 16)
+    __stcs(reinterpret_cast<Word<A> *>(p), value);
+  else
+    *reinterpret_cast<Word<A> *>(p) = value;
 }
 
 // One element of S at p, aligned to A (A < sizeof(S): the element is assembled from
@@ -84,6 +101,7 @@ __device__ __forceinline__ void store_word(char *p, Word<A> value) {
 template <int A, class S>
 __device__ __forceinline__ S load_elem(const char *p) {
   if constexpr (A >= sizeof(S)) {
+    COHORT_KERNELS_CHECK_ALIGNED(p, sizeof(S));
     return *reinterpret_cast<const S *>(p);
   } else {
     union {
@@ -96,19 +114,33 @@ __device__ __forceinline__ S load_elem(const char *p) {
     return elem.value;
   }
 }
+
+// The parts of a misaligned element are cut from 32-bit words with byte permutes, never
+// stored from the element's own register: ptxas (CUDA 13.0, every arch) compiles a byte store
+// of an fp16/bf16 value just converted from fp32 (cvt.rn.f16.f32 or .bf16, then st.u8 of
+// that register) into a conversion of the *value* to an 8-bit integer (F2I.U8.F16.TRUNC),
+// so the low byte came out as the value truncated to 0..255, not the value's low byte.
 template <int A, class S>
 __device__ __forceinline__ void store_elem(char *p, S value) {
   if constexpr (A >= sizeof(S)) {
+    COHORT_KERNELS_CHECK_ALIGNED(p, sizeof(S));
     *reinterpret_cast<S *>(p) = value;
   } else {
-    union {
-      S value;
-      Word<A> part[sizeof(S) / A];
-    } elem;
-    elem.value = value;
+    uint32_t bits[(sizeof(S) + 3) / 4] = {};
+    memcpy(bits, &value, sizeof(S));
 #pragma unroll
-    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t)
-      store_word<A>(p + t * A, elem.part[t]);
+    for (int t = 0; t < static_cast<int>(sizeof(S) / A); ++t) {
+      const int byte = t * A;
+      const uint32_t word = bits[byte / 4];
+      if constexpr (A == 1) {
+        store_word<1>(p + byte, static_cast<uint8_t>(__byte_perm(word, 0, 0x4440 + byte % 4)));
+      } else if constexpr (A == 2) {
+        store_word<2>(p + byte,
+                      static_cast<uint16_t>(__byte_perm(word, 0, byte % 4 ? 0x4432 : 0x4410)));
+      } else {
+        store_word<A>(p + byte, word);
+      }
+    }
   }
 }
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #define __device__
@@ -14,6 +16,17 @@
 #define __forceinline__ inline
 #define __grid_constant__
 #define __launch_bounds__(...)
+
+// The primitives check every global access through this (impl/primitives__types.cuh): the GPU
+// needs an address aligned to the access's width, x86 does not, so a misaligned access would
+// pass here unnoticed and fault (or read the wrong bytes) on a device.
+#define COHORT_KERNELS_EMULATION 1
+inline void cohort_emul_check_aligned(const void *p, size_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes != 0) {
+    std::fprintf(stderr, "kernel_emul_test: %zu-byte access at misaligned address %p\n", bytes, p);
+    std::abort();
+  }
+}
 
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
@@ -61,4 +74,22 @@ inline uint32_t __vmaxs4(uint32_t a, uint32_t b) {
   return emul_bytewise(a, b, [](uint32_t x, uint32_t y) {
     return static_cast<int8_t>(x) > static_cast<int8_t>(y) ? x : y;
   });
+}
+
+// The streaming store: a plain one here.
+template <class T>
+inline void __stcs(T *p, T value) {
+  *p = value;
+}
+
+// PRMT: byte i of the result is byte (selector >> 4i) & 7 of y:x (sign replication, the
+// selector's bit 3, is not emulated).
+inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t selector) {
+  const uint64_t both = static_cast<uint64_t>(y) << 32 | x;
+  uint32_t result = 0;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned byte = (selector >> (4 * i)) & 7u;
+    result |= static_cast<uint32_t>((both >> (8 * byte)) & 0xffu) << (8 * i);
+  }
+  return result;
 }
