@@ -29,11 +29,11 @@ class HostMemory final : public SweepMemory {
   }
   Buffers buffers() const override { return {input_.get(), output_.get()}; }
   std::string upload(void *dst, const void *host, size_t bytes) override {
-    memcpy(dst, host, bytes);
+    if (bytes > 0) memcpy(dst, host, bytes);
     return "";
   }
   std::string download(void *host, const void *src, size_t bytes) override {
-    memcpy(host, src, bytes);
+    if (bytes > 0) memcpy(host, src, bytes);
     return "";
   }
   std::string copy(const StageCopy &copy) override {
