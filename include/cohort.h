@@ -350,8 +350,8 @@ COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
  * run on the team's own stream and wait for it).  A kernel that waits for a peer longer than
  * COHORT_COLL_TIMEOUT, or whose team was aborted (cohort_team_abort on any rank), ends; the
  * next call on the team returns COHORT_ERR_TIMEOUT / COHORT_ERR_ABORTED naming the call and
- * the peer.  So far the GPU runs allreduce among the ranks of one host; the others return
- * COHORT_ERR_NOT_SUPPORTED saying so. */
+ * the peer.  The GPU runs collectives among the ranks of one host so far (a team spanning
+ * hosts gets COHORT_ERR_NOT_SUPPORTED saying so). */
 COHORT_API cohort_status_t cohort_allreduce_stream(cohort_team_t team, const void *sendbuf,
                                                    void *recvbuf, size_t count,
                                                    cohort_dtype_t dtype, cohort_op_t op,

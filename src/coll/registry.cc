@@ -45,8 +45,49 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "one handshake, up to 64 KB",
        nullptr, kDeviceMemory},
       {"twoshot", Collective::kAllreduce,
-       "GPU: per 32 KB step, each rank reduces one slice of every rank's data and pushes the "
-       "result to the others (reduce-scatter + allgather through the windows)",
+       "GPU: per 128 KB step of each block, each rank reduces one slice of every rank's data "
+       "and pushes the result to the others (reduce-scatter + allgather through the windows)",
+       nullptr, kDeviceMemory},
+      {"oneshot", Collective::kBroadcast,
+       "GPU: the root pushes its message into every peer's window; one handshake, up to 64 KB",
+       nullptr, kDeviceMemory},
+      {"pipelined", Collective::kBroadcast,
+       "GPU: the root stages 128 KB steps in its window, the peers pull them (two halves in "
+       "turn)",
+       nullptr, kDeviceMemory},
+      {"oneshot", Collective::kReduce,
+       "GPU: every rank pushes its message into the root's window, the root reduces; one "
+       "handshake, up to 64 KB",
+       nullptr, kDeviceMemory},
+      {"pipelined", Collective::kReduce,
+       "GPU: per step each rank reduces one slice of every rank's data and writes it into the "
+       "root's window",
+       nullptr, kDeviceMemory},
+      {"oneshot", Collective::kAllgather,
+       "GPU: every rank pushes its block into every peer's window; one handshake, up to 64 KB "
+       "per rank",
+       nullptr, kDeviceMemory},
+      {"pipelined", Collective::kAllgather,
+       "GPU: per step every rank pushes a slice of its block into every peer's window (two "
+       "halves in turn)",
+       nullptr, kDeviceMemory},
+      {"oneshot", Collective::kReduceScatter,
+       "GPU: every rank pushes block q of its input into rank q's window, q reduces; one "
+       "handshake, up to 64 KB per rank",
+       nullptr, kDeviceMemory},
+      {"pipelined", Collective::kReduceScatter,
+       "GPU: per step every rank pushes a slice of block q into rank q's window, q reduces (two "
+       "halves in turn)",
+       nullptr, kDeviceMemory},
+      {"oneshot", Collective::kAlltoall,
+       "GPU: every rank pushes block q of its input into rank q's window; one handshake, up to "
+       "64 KB per peer",
+       nullptr, kDeviceMemory},
+      {"pipelined", Collective::kAlltoall,
+       "GPU: per step every rank pushes a slice of block q into rank q's window (two halves in "
+       "turn)",
+       nullptr, kDeviceMemory},
+      {"flags", Collective::kBarrier, "GPU: every rank raises a flag in every peer's window",
        nullptr, kDeviceMemory},
   };
   return table;

@@ -47,6 +47,17 @@ const DefaultRule kDefaults[] = {
     {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
     {Collective::kAllreduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
     {Collective::kAllreduce, SIZE_MAX, 0, "twoshot", 0, "GPU: any size"},
+    {Collective::kBroadcast, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kBroadcast, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kReduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kReduce, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kAllgather, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kAllgather, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kReduceScatter, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kReduceScatter, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kAlltoall, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
+    {Collective::kAlltoall, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kBarrier, SIZE_MAX, 0, "flags", 0, "GPU: one handshake"},
 };
 
 std::string names_of(Collective c) {

@@ -32,15 +32,16 @@ __device__ __forceinline__ uint64_t global_ns() {
   return ns;
 }
 
-// Tells every peer (not this rank) that this block's data for `slot` is in its window.
-__device__ inline void signal_peers(const DeviceTeam &team, int slot, uint64_t value) {
+// Tells `peer` (every peer but this rank when -1) that this block's data for `slot` is in
+// place.
+__device__ inline void signal_peers(const DeviceTeam &team, int slot, uint64_t value,
+                                    int peer = -1) {
   __syncthreads();  // every thread's writes are done before one thread publishes them
   if (threadIdx.x != 0) return;
   __threadfence_system();  // one fence publishes them to every peer: relaxed stores follow
-  for (int peer = 0; peer < team.size; ++peer) {
-    if (peer == team.rank) continue;
-    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
-        *flag_at(team, peer, team.rank, slot));
+  for (int q = 0; q < team.size; ++q) {
+    if (q == team.rank || (peer >= 0 && q != peer)) continue;
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flag_at(team, q, team.rank, slot));
     flag.store(value, cuda::memory_order_relaxed);
   }
 }
@@ -98,13 +99,13 @@ __device__ inline bool team_stopped(const DeviceTeam &team, uint64_t sequence) {
   return __syncthreads_or(stopped);
 }
 
-// Waits until every peer's flag for `slot` reached `value`; false when the team stopped or a
-// peer took longer than the timeout (the kernel must then end).
+// Waits until the flag for `slot` of `only` (every peer when -1) reached `value`; false when
+// the team stopped or a peer took longer than the timeout (the kernel must then end).
 __device__ inline bool wait_peers(const DeviceTeam &team, int slot, uint64_t value,
-                                  uint64_t sequence) {
+                                  uint64_t sequence, int only = -1) {
   bool stop = false;
   const int peer = threadIdx.x;
-  if (peer < team.size && peer != team.rank) {
+  if (peer < team.size && peer != team.rank && (only < 0 || peer == only)) {
     cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
         *flag_at(team, team.rank, peer, slot));
     uint64_t start = 0;
@@ -128,6 +129,18 @@ __device__ inline bool wait_peers(const DeviceTeam &team, int slot, uint64_t val
     }
   }
   return !__syncthreads_or(stop);
+}
+
+// The step of the end-of-call handshake (end_barrier): above every real step.
+constexpr uint32_t kLastStep = (1u << 24) - 2;
+
+// Every rank of the team got here: the kernels that write into their peers' chunk inboxes
+// end with it, after their last read of their own, so the next call may write into them at
+// once.  false when the team stopped.
+__device__ inline bool end_barrier(const DeviceTeam &team, uint64_t sequence) {
+  const uint64_t value = flag_value(sequence, kLastStep);
+  signal_peers(team, kFlagResult, value);
+  return wait_peers(team, kFlagResult, value, sequence);
 }
 
 // The end of every block of a collective kernel: the last one advances the call counter.

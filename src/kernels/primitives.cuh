@@ -68,6 +68,14 @@ __device__ inline void copy(ThreadGroup group, void *dst, const void *src, size_
 template <DType D, RedOp Op>
 __device__ inline void reduce(ThreadGroup group, const ReduceOperands &operands);
 
+// reduce() with the same results and fewer code paths, for kernels that instantiate it for
+// every dtype x op beside other work (the collectives): 16-byte packs when every pointer
+// agrees modulo 16, else packs of whole elements, else one element at a time; a third of the
+// code to compile.  fp16/bf16 keep half the packs in flight whatever the input count (reduce()
+// keeps all of them for two inputs).
+template <DType D, RedOp Op>
+__device__ inline void reduce_compact(ThreadGroup group, const ReduceOperands &operands);
+
 }  // namespace cohort::kernels
 
 #include "impl/primitives__funcs.cuh"

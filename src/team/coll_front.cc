@@ -73,8 +73,15 @@ Status CollFront::enqueue(const CollCall &call, void *stream) {
   const coll::SelectRule *rule = nullptr;
   Status s = choose(call, &args, &rule);
   if (is_error(s) || rule == nullptr) return s;
-  // A barrier has no buffers: it is the GPU's when called on a stream.
-  if (args.memory != COHORT_MEMORY_CUDA_DEVICE && call.collective != coll::Collective::kBarrier) {
+  // A barrier has no buffers: on a stream it is the GPU's.
+  if (call.collective == coll::Collective::kBarrier) {
+    rule = selection_.choose(call.collective, COHORT_MEMORY_CUDA_DEVICE, 0, info_.size,
+                             info_.layout.node_count);
+    if (rule == nullptr) {
+      return failf(COHORT_ERR_NOT_SUPPORTED,
+                   "barrier_stream: no GPU algorithm for a barrier in the selection table");
+    }
+  } else if (args.memory != COHORT_MEMORY_CUDA_DEVICE) {
     return failf(COHORT_ERR_INVALID_ARG,
                  "%s_stream: the buffers are %s memory; stream-ordered collectives take GPU "
                  "device memory (cohort_%s takes host memory)",
@@ -114,8 +121,8 @@ Status CollFront::choose(const CollCall &call, coll::CollArgs *args,
   if (*rule != nullptr) return COHORT_SUCCESS;
   if (args->memory == COHORT_MEMORY_CUDA_DEVICE) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "%s on GPU device memory: no GPU algorithm for it yet (allreduce runs on the GPU "
-                 "so far; cohort_info --algorithms prints the table)",
+                 "%s on GPU device memory: no algorithm in the selection table takes it (check "
+                 "COHORT_COLL_ALGO; cohort_info --algorithms prints the table)",
                  name);
   }
   return failf(COHORT_ERR_NOT_SUPPORTED,

@@ -12,10 +12,10 @@
 
 #include "core/clock.h"
 #include "core/params.h"
-#include "kernels/allreduce.h"
 #include "kernels/device_team.h"
 #include "tl_gpu/cuda_call.h"
 #include "tl_gpu/device_memory.h"
+#include "tl_gpu/launch.h"
 
 namespace cohort::tl_gpu {
 namespace {
@@ -74,7 +74,6 @@ class GpuTransport final : public tl::DeviceTransport {
  private:
   Status allocate(const tl::TeamView &team, SetupRecord *record);
   Status unavailable(const tl::DeviceCall &call) const;
-  Status launch_allreduce(const tl::DeviceCall &call, cudaStream_t stream);
   Status order_after_last(cudaStream_t stream, bool capturing);
   Status launched(cudaStream_t stream, bool capturing);
   void release();
@@ -240,17 +239,13 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   Status s = unavailable(call);
   if (is_error(s)) return s;
   if (s = fault(); is_error(s)) return s;
-  if (call.collective != coll::Collective::kAllreduce) {
-    return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: not built yet",
-                 coll::collective_name(call.collective));
-  }
   DeviceGuard guard(device_);
   cudaStream_t target = stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_.get();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   s = cuda_status(cudaStreamIsCapturing(target, &capture), "asking the stream's capture state");
   const bool capturing = capture != cudaStreamCaptureStatusNone;
   if (!is_error(s)) s = order_after_last(target, capturing);
-  if (!is_error(s)) s = launch_allreduce(call, target);
+  if (!is_error(s)) s = launch_call(team_, local_ranks_, call, target);
   if (is_error(s) && s != COHORT_ERR_INVALID_ARG) {
     // A rank that launched nothing would make its peers take its next call's data for this
     // one's: the team stops on every rank instead.
@@ -277,31 +272,6 @@ Status GpuTransport::launched(cudaStream_t stream, bool capturing) {
   return cuda_status(
       cudaEventRecordWithFlags(done_.get(), stream, capturing ? cudaEventRecordExternal : 0),
       "recording the collective's end");
-}
-
-Status GpuTransport::launch_allreduce(const tl::DeviceCall &call, cudaStream_t stream) {
-  k::AllreduceArgs args;
-  args.team = team_;
-  args.src = call.src;
-  args.dst = call.dst;
-  args.count = call.count;
-  args.dtype = static_cast<k::DType>(call.dtype);
-  args.op = static_cast<k::RedOp>(call.op);
-  const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
-  args.algo = oneshot ? k::AllreduceAlgo::kOneShot : k::AllreduceAlgo::kTwoShot;
-  const size_t bytes = call.count * k::dtype_size(args.dtype);
-  if (team_.size == 1) {  // a team of one GPU rank: the input is the result
-    if (call.src == call.dst) return COHORT_SUCCESS;
-    return cuda_status(cudaMemcpyAsync(call.dst, call.src, bytes, cudaMemcpyDeviceToDevice, stream),
-                       "copying a one-rank allreduce's input on the GPU");
-  }
-  if (oneshot && bytes > k::kOneShotBytes) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "allreduce on GPU device memory: algorithm oneshot takes at most %zu bytes per "
-                 "rank, this call has %zu (check COHORT_COLL_ALGO)",
-                 k::kOneShotBytes, bytes);
-  }
-  return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
 }
 
 Status GpuTransport::synchronize(void *stream, double timeout_s) {

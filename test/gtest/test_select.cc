@@ -62,21 +62,29 @@ TEST(Selection, DescribeListsOverridesFirstAndMarksThem) {
 }
 
 // The memory kind is a dimension of the table: host memory, pinned or managed, takes the host
-// algorithms; device memory finds no rule until GPU algorithms exist.
+// algorithms; device memory the GPU kernels.
 TEST(Selection, MemoryKindsSelectHostOrGpuAlgorithms) {
   Selection s;
   for (cohort_memory_kind_t kind :
        {COHORT_MEMORY_HOST, COHORT_MEMORY_CUDA_HOST, COHORT_MEMORY_CUDA_MANAGED}) {
     EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, kind), "direct") << kind;
   }
-  // Device memory takes the GPU kernels: one-shot below 64 KB, two-shot from there; no other
-  // collective runs on the GPU yet.
+  // Device memory takes the GPU kernels: one-shot below 64 KB, two-shot (pipelined for the
+  // others) from there.
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
             "oneshot");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
             "twoshot");
-  EXPECT_EQ(chosen(s, Collective::kBroadcast, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)");
+  for (Collective c : {Collective::kBroadcast, Collective::kReduce, Collective::kAllgather,
+                       Collective::kReduceScatter, Collective::kAlltoall}) {
+    EXPECT_EQ(chosen(s, c, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot")
+        << collective_name(c);
+    EXPECT_EQ(chosen(s, c, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "pipelined")
+        << collective_name(c);
+  }
+  EXPECT_EQ(chosen(s, Collective::kBarrier, 0, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "flags");
+  EXPECT_EQ(chosen(s, Collective::kBarrier, 0, 4, 1, COHORT_MEMORY_HOST), "dissemination");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 1 << 20, 4, 1, COHORT_MEMORY_HOST), "ring")
       << "GPU algorithms never take host memory";
   ASSERT_EQ(Selection::parse("allreduce@cuda-managed=ring", &s), COHORT_SUCCESS) << last_error();

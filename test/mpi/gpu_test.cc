@@ -1,7 +1,8 @@
 // Collectives on GPU device memory among the ranks of one host (several ranks may share a GPU
 // under MPS): results against the host path's on the same inputs, eager (blocking and
 // stream-ordered) and replayed from a CUDA graph; an abort and a missing rank end every
-// rank's kernels with a named error.  Skips (exit 77) without a CUDA device.
+// rank's kernels with a named error.  Skips (exit 77) without a CUDA device.  Allreduce is
+// here, the other collectives in gpu_colls.cc.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -9,72 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "test_support.h"
-#include "test_values.h"
+#include "gpu_support.h"
 
 using namespace mpi_test;
 
 namespace {
-
-#define CUDA_OK(call)                                                  \
-  do {                                                                 \
-    cudaError_t e_ = (call);                                           \
-    CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_)); \
-  } while (0)
-
-const cohort_dtype_t kDtypes[] = {COHORT_INT8,    COHORT_UINT8,  COHORT_INT32,   COHORT_UINT32,
-                                  COHORT_INT64,   COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16,
-                                  COHORT_FLOAT32, COHORT_FLOAT64};
-const cohort_op_t kOps[] = {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG};
-const char *const kDtypeNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                   "uint64", "float16", "bfloat16", "float32", "float64"};
-const char *const kOpNames[] = {"sum", "prod", "min", "max", "avg"};
-
-// Inputs whose every reduction is exact in every dtype at up to 16 ranks: products stay in
-// {-2..2}^ranks only at the first element of each 16, sums within +-64.
-double input(cohort_dtype_t t, cohort_op_t op, int rank, size_t i) {
-  const bool is_unsigned = t == COHORT_UINT8 || t == COHORT_UINT32 || t == COHORT_UINT64;
-  if (op == COHORT_PROD) {
-    if ((i + rank) % 16 == 0) return is_unsigned ? 2 : -2;
-    return is_unsigned || (i + rank) % 3 ? 1 : -1;
-  }
-  const double v = static_cast<double>((i * 7 + static_cast<size_t>(rank) * 3) % 9);
-  return is_unsigned ? v : v - 4;
-}
-
-struct Local {
-  int rank = 0, size = 1;
-};
-
-Local local_ranks() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  Local l;
-  MPI_Comm_rank(node, &l.rank);
-  MPI_Comm_size(node, &l.size);
-  MPI_Comm_free(&node);
-  return l;
-}
-
-// A team over MPI_COMM_WORLD bound to local rank % GPUs (shared GPUs need
-// COHORT_ALLOW_SHARED_GPU=1, which the run script sets).
-cohort_team_t gpu_team() {
-  int gpus = 0;
-  cudaGetDeviceCount(&gpus);
-  const int device = local_ranks().rank % gpus;
-  cudaSetDevice(device);
-  cudaFree(nullptr);  // the context exists before the team, as in an application
-  cohort_team_config_t cfg = config_with_timeout(60);
-  cfg.cuda_device = device;
-  cohort_team_t team = nullptr;
-  CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
-  return team;
-}
-
-enum class Mode { kBlocking, kStream, kGraph };
-const char *mode_name(Mode m) {
-  return m == Mode::kBlocking ? "blocking" : m == Mode::kStream ? "stream" : "graph";
-}
 
 // One allreduce on the device in `mode`; false (with a failed check) when a call failed.
 bool device_allreduce(cohort_team_t team, Mode mode, const void *src, void *dst, size_t count,
@@ -104,19 +44,6 @@ bool device_allreduce(cohort_team_t team, Mode mode, const void *src, void *dst,
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   return true;
-}
-
-// Compares `count` elements; reports the first difference.
-void compare(const char *what, cohort_dtype_t t, const std::vector<char> &got,
-             const std::vector<char> &want, size_t count) {
-  if (memcmp(got.data(), want.data(), count * elem_bytes(t)) == 0) return;
-  for (size_t i = 0; i < count; ++i) {
-    if (memcmp(got.data() + i * elem_bytes(t), want.data() + i * elem_bytes(t), elem_bytes(t))) {
-      CHECK(false, "%s: element %zu of %zu is %g, the host path gives %g", what, i, count,
-            load(t, got.data(), i), load(t, want.data(), i));
-      return;
-    }
-  }
 }
 
 // One case: the device result (in place or not, in `mode`) against the host path's.
@@ -268,9 +195,10 @@ void refusals() {
   s = cohort_allreduce(team, host.data(), device, 64, COHORT_FLOAT32, COHORT_SUM);
   CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "recvbuf"),
         "mixed kinds: %s: %s", cohort_status_string(s), cohort_last_error());
-  s = cohort_broadcast_stream(team, device, device, 64, COHORT_FLOAT32, 0, 0);
-  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "broadcast"),
-        "broadcast on the GPU: %s: %s", cohort_status_string(s), cohort_last_error());
+  cohort_request_t request = nullptr;
+  s = cohort_broadcast_post(team, device, device, 64, COHORT_FLOAT32, 0, &request);
+  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "broadcast_stream"),
+        "a posted broadcast on the GPU: %s: %s", cohort_status_string(s), cohort_last_error());
   // The team still works.
   CHECK_STATUS(cohort_allreduce(team, device, device, 64, COHORT_FLOAT32, COHORT_SUM),
                COHORT_SUCCESS);
@@ -330,6 +258,8 @@ std::string skip_reason(const std::string &) {
 int main(int argc, char **argv) {
   return run_main(argc, argv,
                   {{"allreduce", allreduce_matrix},
+                   {"collectives", collective_matrix},
+                   {"mixed", mixed_calls},
                    {"pipeline", pipeline},
                    {"refusals", refusals},
                    {"abort", [] { stop_scenario(true); }},

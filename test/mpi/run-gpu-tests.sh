@@ -18,6 +18,14 @@ tests="1 allreduce
 2 allreduce --quick 1 @COHORT_COLL_ALGO=allreduce@cuda-device=twoshot
 9 allreduce --quick 1
 4 allreduce
+2 collectives
+3 collectives --quick 1
+4 collectives --quick 1
+3 collectives --quick 1 --offset 1
+9 collectives --quick 1
+2 collectives --quick 1 @COHORT_COLL_ALGO=broadcast@cuda-device=pipelined,reduce@cuda-device=pipelined,allgather@cuda-device=pipelined,reduce_scatter@cuda-device=pipelined,alltoall@cuda-device=pipelined
+2 mixed
+4 mixed
 2 pipeline
 4 pipeline
 2 refusals

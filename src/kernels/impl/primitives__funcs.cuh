@@ -287,7 +287,7 @@ struct Reduction {
     }
   }
 
-  template <int A>
+  template <int A, bool kCompact = false>
   __device__ static __forceinline__ void body(ThreadGroup group, const ReduceOperands &x,
                                               const AlignPlan &plan) {
     const size_t head_bytes = plan.head * sizeof(S);
@@ -302,7 +302,9 @@ struct Reduction {
     // step's loads still fit in the registers all at once (with U packs, bf16 sums of 3 to 8
     // inputs fell to 91% .. 67% of cudaMemcpy).
     constexpr int U = unroll_for(A);
-    if (kInPlace || U == 1 || x.nsrcs <= 2) {
+    if constexpr (kCompact) {
+      for_each_pack<(kInPlace || U == 1 ? U : U / 2)>(group, plan.npacks, step_at);
+    } else if (kInPlace || U == 1 || x.nsrcs <= 2) {
       for_each_pack<U>(group, plan.npacks, step_at);
     } else {
       for_each_pack<U / 2>(group, plan.npacks, step_at);
@@ -325,6 +327,25 @@ struct Reduction {
             acc, Fmt::widen(load_elem<EA, S>(static_cast<const char *>(x.srcs[k]) + offset)));
       }
       store_elem<EA, S>(static_cast<char *>(x.dst) + offset, finish(acc, x.divisor));
+    }
+  }
+
+  // run() with three code paths instead of ten: 16-byte packs, packs of whole elements, or
+  // one element at a time when an element is misaligned to its own size; widened formats
+  // keep half the packs in flight whatever the input count.
+  __device__ static __forceinline__ void run_compact(ThreadGroup group, const ReduceOperands &x) {
+    AlignPlan plan = plan_alignment<sizeof(S)>(x.dst, x.srcs, x.nsrcs, x.count);
+    constexpr int kElem = static_cast<int>(sizeof(S));
+    if (plan.width == kPackBytes) {
+      body<kPackBytes, true>(group, x, plan);
+      edges<kElem>(group, x, plan);
+    } else if (kElem > 1 && plan.width >= kElem) {
+      body<kElem, true>(group, x, plan);
+      edges<kElem>(group, x, plan);
+    } else {
+      plan.head = 0;
+      plan.npacks = 0;
+      edges<1>(group, x, plan);
     }
   }
 
@@ -356,17 +377,27 @@ __device__ inline void copy(ThreadGroup group, void *dst, const void *src, size_
   }
 }
 
-template <DType D, RedOp Op>
-__device__ inline void reduce(ThreadGroup group, const ReduceOperands &operands) {
+template <DType D, RedOp Op, bool kCompact>
+__device__ inline void reduce_with(ThreadGroup group, const ReduceOperands &operands) {
   using Fmt = detail::Format<D>;
   using Impl = detail::Reduction<Fmt, typename detail::OpOf<Op>::type>;
-  if constexpr (Op == RedOp::kAvg) {
-    Impl::run(group, operands);
+  ReduceOperands x = operands;
+  if constexpr (Op != RedOp::kAvg) x.divisor = 1;
+  if constexpr (kCompact) {
+    Impl::run_compact(group, x);
   } else {
-    ReduceOperands x = operands;
-    x.divisor = 1;
     Impl::run(group, x);
   }
+}
+
+template <DType D, RedOp Op>
+__device__ inline void reduce(ThreadGroup group, const ReduceOperands &operands) {
+  reduce_with<D, Op, false>(group, operands);
+}
+
+template <DType D, RedOp Op>
+__device__ inline void reduce_compact(ThreadGroup group, const ReduceOperands &operands) {
+  reduce_with<D, Op, true>(group, operands);
 }
 
 }  // namespace cohort::kernels

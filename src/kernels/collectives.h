@@ -1,0 +1,70 @@
+// Broadcast, reduce, allgather, reduce-scatter, alltoall and barrier among the local ranks of
+// a team, over their windows (device_team.h): what tl_gpu launches besides allreduce
+// (allreduce.h, which launches through here too).  Nothing of Cohort's host side.
+//
+// As allreduce: one kernel on `stream`, nothing allocated, no host callback (a CUDA graph may
+// capture it); every local rank launches the same calls (same kind, count, dtype, op, root,
+// algorithm) in the same order, and kernels of any kind may follow each other on one team.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "device_team.h"
+#include "types.h"
+
+namespace cohort::kernels {
+
+enum class CollKind : int {
+  kBroadcast = 0,
+  kReduce,
+  kAllgather,
+  kReduceScatter,
+  kAlltoall,
+  kBarrier,
+  kAllreduce,  // allreduce.h's launch_allreduce is the way in (its algorithm names)
+};
+
+enum class CollAlgo : int {
+  // Every rank's part lands in the one-shot slots of the ranks that need it, one handshake:
+  // up to kOneShotBytes per rank (count x element size).
+  kOneShot = 0,
+  // Any size: per block, steps through the chunk inboxes (two halves in turn, so a step's
+  // copies overlap the previous step's), ending with end_barrier().
+  kPipelined = 1,
+};
+
+struct CollArgs {
+  DeviceTeam team;
+  CollKind kind = CollKind::kBarrier;
+  CollAlgo algo = CollAlgo::kPipelined;
+  // As cohort.h's blocking calls: src read on the root only (broadcast), dst written on the
+  // root only (reduce); in place as cohort.h says for each collective.
+  const void *src = nullptr;
+  void *dst = nullptr;
+  // cohort.h's count: elements per rank (allgather: each rank's; reduce-scatter: each rank's
+  // result; alltoall: per peer); > 0 except for a barrier.
+  size_t count = 0;
+  DType dtype = DType::kFloat32;
+  RedOp op = RedOp::kSum;  // reduce and reduce-scatter
+  int root = 0;            // broadcast and reduce: a local rank
+};
+
+// Thread blocks the launch uses: the same on every rank for the same call.
+int collective_blocks(const CollArgs &args);
+
+// cudaErrorInvalidValue (launching nothing) for arguments outside the contract: an unknown
+// kind, dtype, op or algorithm, no elements, a root outside the team, a one-shot message over
+// kOneShotBytes, more ranks than kMaxLocalRanks.
+cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
+
+namespace detail {
+// The kernels of allreduce, reduce and reduce-scatter (reduce_coll.cu) and of the others
+// (move.cu).
+using CollKernel = void (*)(CollArgs);
+CollKernel reduce_kernel_of(DType dtype, RedOp op);
+CollKernel move_kernel();
+}  // namespace detail
+
+}  // namespace cohort::kernels

@@ -1,0 +1,192 @@
+// Allreduce, reduce and reduce-scatter (allreduce.h, collectives.h): one kernel per dtype x
+// op serves the three and both algorithms of each, and its one out-of-line copy of reduce_all
+// (coll_common.cuh) every path: the build's time goes with the number of reductions compiled,
+// so there is one per dtype x op in the library (reduce.cu's standalone kernels aside).
+#include <array>
+
+#include "allreduce.cuh"
+#include "coll_common.cuh"
+#include "collectives.h"
+
+namespace cohort::kernels {
+namespace {
+
+// Small reduce: every rank's message lands in the root's one-shot slots; the root reduces.
+// More ranks than one pass reduces, in place: the root's own data goes through its own slot,
+// so that its output is written only by the last pass.
+template <DType D, RedOp Op>
+__device__ void reduce_oneshot(const CollArgs &a, uint64_t sequence) {
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const bool root = t.rank == a.root;
+  const bool own_slot = root && t.size > kMaxReduceInputs && a.src == a.dst;
+  const size_t offset = part.begin * elem;
+  if (!root || own_slot) {
+    copy(block_threads(), oneshot_slot(t, a.root, t.rank, sequence) + offset, at(a.src, offset, 1),
+         part.count * elem);
+  }
+  const uint64_t value = flag_value(sequence, 0);
+  signal_peers(t, kFlagArrive, value);
+  if (!wait_peers(t, kFlagArrive, value, sequence) || !root) return;
+  const void *const *srcs = gather_inputs(t, at(a.src, offset, 1), own_slot, [&](int q) {
+    return oneshot_slot(t, t.rank, q, sequence) + offset;
+  });
+  reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, part.count, t.size);
+}
+
+// Large reduce: per step each rank reduces one slice of every rank's data (their pieces in
+// its inbox, half 0) and writes the result into the root's gather inbox (half 1), or the
+// root into its output; the root then copies the gathered slices out.
+template <DType D, RedOp Op>
+__device__ void reduce_pipelined(const CollArgs &a, uint64_t sequence) {
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const bool root = t.rank == a.root;
+  const bool own_slot = root && t.size > kMaxReduceInputs && a.src == a.dst;
+  const size_t slice_size = slice_bytes(t.size);
+  const size_t step_elems = slice_size / elem * t.size;
+  uint32_t step = 0;
+  for (size_t done = 0; done < part.count; done += step_elems, ++step) {
+    const size_t base = part.begin + done;
+    const size_t len = min(step_elems, part.count - done);
+    auto slice = [&](int q) { return split(len, elem, q, t.size); };
+    const uint64_t value = flag_value(sequence, step);
+    for (int q = 0; q < t.size; ++q) {
+      if (q == t.rank && !own_slot) continue;
+      copy(block_threads(), chunk_inbox(t, q, 0) + t.rank * slice_size,
+           at(a.src, base + slice(q).begin, elem), slice(q).count * elem);
+    }
+    signal_peers(t, kFlagArrive, value);
+    if (!wait_peers(t, kFlagArrive, value, sequence)) return;
+    const Part mine = slice(t.rank);
+    const void *const *srcs =
+        gather_inputs(t, at(a.src, base + mine.begin, elem), own_slot,
+                      [&](int q) { return chunk_inbox(t, t.rank, 0) + q * slice_size; });
+    char *result = root ? at(a.dst, base + mine.begin, elem)
+                        : chunk_inbox(t, a.root, 1) + t.rank * slice_size;
+    reduce_all<D, Op>(result, srcs, t.size, mine.count, t.size);
+    signal_peers(t, kFlagResult, value);
+    if (!wait_peers(t, kFlagResult, value, sequence)) return;
+    if (root) {
+      for (int q = 0; q < t.size; ++q) {
+        if (q == t.rank) continue;
+        copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
+             chunk_inbox(t, t.rank, 1) + q * slice_size, slice(q).count * elem);
+      }
+    }
+    __syncthreads();  // the gather inbox is read before this block signals the next step
+  }
+  end_barrier(t, sequence);
+}
+
+// In place (dst = src + rank * count) with more ranks than one pass reduces: this rank's own
+// block goes through its own slot (see reduce_oneshot).
+__device__ inline bool scatter_own_slot(const CollArgs &a, size_t block_bytes) {
+  return a.team.size > kMaxReduceInputs && a.dst == at(a.src, a.team.rank * block_bytes, 1);
+}
+
+// Small reduce-scatter: rank q's block of every rank's input lands in q's one-shot slots.
+template <DType D, RedOp Op>
+__device__ void reduce_scatter_oneshot(const CollArgs &a, uint64_t sequence) {
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const size_t block_bytes = a.count * elem;
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const size_t offset = part.begin * elem;
+  const bool own_slot = scatter_own_slot(a, block_bytes);
+  for (int q = 0; q < t.size; ++q) {
+    if (q == t.rank && !own_slot) continue;
+    copy(block_threads(), oneshot_slot(t, q, t.rank, sequence) + offset,
+         at(a.src, q * block_bytes + offset, 1), part.count * elem);
+  }
+  const uint64_t value = flag_value(sequence, 0);
+  signal_peers(t, kFlagArrive, value);
+  if (!wait_peers(t, kFlagArrive, value, sequence)) return;
+  const void *const *srcs =
+      gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1), own_slot,
+                    [&](int q) { return oneshot_slot(t, t.rank, q, sequence) + offset; });
+  reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, part.count, t.size);
+}
+
+// Large reduce-scatter: per step, each rank's piece of q's block lands in q's inbox (the
+// step's half, a slice per writer), and q reduces them into its output; a half is refilled
+// once every reader said it reduced the half's previous step.
+template <DType D, RedOp Op>
+__device__ void reduce_scatter_pipelined(const CollArgs &a, uint64_t sequence) {
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const size_t block_bytes = a.count * elem;
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const bool own_slot = scatter_own_slot(a, block_bytes);
+  const size_t slice_size = slice_bytes(t.size);
+  const size_t step_elems = slice_size / elem;
+  uint32_t step = 0;
+  for (size_t done = 0; done < part.count; done += step_elems, ++step) {
+    const size_t offset = (part.begin + done) * elem;
+    const size_t len = min(step_elems, part.count - done);
+    const int half = static_cast<int>(step & 1);
+    const uint64_t value = flag_value(sequence, step);
+    if (step >= 2 && !wait_peers(t, kFlagResult, flag_value(sequence, step - 2), sequence)) {
+      return;
+    }
+    for (int q = 0; q < t.size; ++q) {
+      if (q == t.rank && !own_slot) continue;
+      copy(block_threads(), chunk_inbox(t, q, half) + t.rank * slice_size,
+           at(a.src, q * block_bytes + offset, 1), len * elem);
+    }
+    signal_peers(t, kFlagArrive, value);
+    if (!wait_peers(t, kFlagArrive, value, sequence)) return;
+    const void *const *srcs =
+        gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1), own_slot,
+                      [&](int q) { return chunk_inbox(t, t.rank, half) + q * slice_size; });
+    reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, len, t.size);
+    signal_peers(t, kFlagResult, value);
+  }
+  end_barrier(t, sequence);
+}
+
+template <DType D, RedOp Op>
+__global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constant__ CollArgs a) {
+  const uint64_t sequence = *a.team.sequence;
+  const bool oneshot = a.algo == CollAlgo::kOneShot;
+  if (team_stopped(a.team, sequence)) {
+    // nothing: peers would take this call's data for a later one's
+  } else if (a.kind == CollKind::kAllreduce) {
+    if (oneshot) allreduce_oneshot<D, Op>(a, sequence);
+    else allreduce_twoshot<D, Op>(a, sequence);
+  } else if (a.kind == CollKind::kReduce) {
+    if (oneshot) reduce_oneshot<D, Op>(a, sequence);
+    else reduce_pipelined<D, Op>(a, sequence);
+  } else if (oneshot) {
+    reduce_scatter_oneshot<D, Op>(a, sequence);
+  } else {
+    reduce_scatter_pipelined<D, Op>(a, sequence);
+  }
+  finish_block(a.team, sequence);
+}
+
+using Row = std::array<detail::CollKernel, kNumRedOps>;
+
+template <DType D>
+constexpr Row row() {
+  return {reduce_coll<D, RedOp::kSum>, reduce_coll<D, RedOp::kProd>, reduce_coll<D, RedOp::kMin>,
+          reduce_coll<D, RedOp::kMax>, reduce_coll<D, RedOp::kAvg>};
+}
+
+// Every dtype x op, in DType and RedOp order.
+const std::array<Row, kNumDTypes> kKernels = {
+    row<DType::kInt8>(),    row<DType::kUint8>(),   row<DType::kInt32>(),
+    row<DType::kUint32>(),  row<DType::kInt64>(),   row<DType::kUint64>(),
+    row<DType::kFloat16>(), row<DType::kBfloat16>(), row<DType::kFloat32>(),
+    row<DType::kFloat64>(),
+};
+
+}  // namespace
+
+detail::CollKernel detail::reduce_kernel_of(DType dtype, RedOp op) {
+  return kKernels[static_cast<int>(dtype)][static_cast<int>(op)];
+}
+
+}  // namespace cohort::kernels

@@ -1,0 +1,91 @@
+// launch.h: from a DeviceCall to the launch of its kernel.
+#include "tl_gpu/launch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/allreduce.h"
+#include "kernels/collectives.h"
+#include "tl_gpu/cuda_call.h"
+
+namespace cohort::tl_gpu {
+namespace {
+
+namespace k = cohort::kernels;
+using coll::Collective;
+
+k::CollKind kind_of(Collective c) {
+  switch (c) {
+    case Collective::kBroadcast: return k::CollKind::kBroadcast;
+    case Collective::kReduce: return k::CollKind::kReduce;
+    case Collective::kAllgather: return k::CollKind::kAllgather;
+    case Collective::kReduceScatter: return k::CollKind::kReduceScatter;
+    case Collective::kAlltoall: return k::CollKind::kAlltoall;
+    default: return k::CollKind::kBarrier;
+  }
+}
+
+// A team of one GPU rank: every collective's result is its input (a barrier is nothing).
+Status copy_alone(const tl::DeviceCall &call, cudaStream_t stream) {
+  const size_t bytes = call.count * k::dtype_size(static_cast<k::DType>(call.dtype));
+  if (call.collective == Collective::kBarrier || call.src == call.dst || bytes == 0) {
+    return COHORT_SUCCESS;
+  }
+  return cuda_status(cudaMemcpyAsync(call.dst, call.src, bytes, cudaMemcpyDeviceToDevice, stream),
+                     "copying a one-rank collective's input on the GPU");
+}
+
+Status too_big_for_oneshot(const tl::DeviceCall &call, size_t bytes) {
+  return failf(COHORT_ERR_INVALID_ARG,
+               "%s on GPU device memory: algorithm oneshot takes at most %zu bytes per rank, this "
+               "call has %zu (check COHORT_COLL_ALGO)",
+               coll::collective_name(call.collective), k::kOneShotBytes, bytes);
+}
+
+Status launch_allreduce(const k::DeviceTeam &team, const tl::DeviceCall &call,
+                        cudaStream_t stream) {
+  k::AllreduceArgs args;
+  args.team = team;
+  args.src = call.src;
+  args.dst = call.dst;
+  args.count = call.count;
+  args.dtype = static_cast<k::DType>(call.dtype);
+  args.op = static_cast<k::RedOp>(call.op);
+  const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
+  args.algo = oneshot ? k::AllreduceAlgo::kOneShot : k::AllreduceAlgo::kTwoShot;
+  const size_t bytes = call.count * k::dtype_size(args.dtype);
+  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
+}
+
+Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
+                    const tl::DeviceCall &call, cudaStream_t stream) {
+  k::CollArgs args;
+  args.team = team;
+  args.kind = kind_of(call.collective);
+  args.src = call.src;
+  args.dst = call.dst;
+  args.count = call.count;
+  args.dtype = static_cast<k::DType>(call.dtype);
+  args.op = static_cast<k::RedOp>(call.op);
+  const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
+  args.root = static_cast<int>(root - local_ranks.begin());
+  const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
+  args.algo = oneshot ? k::CollAlgo::kOneShot : k::CollAlgo::kPipelined;
+  const size_t bytes = call.count * k::dtype_size(args.dtype);
+  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  std::string what = std::string("launching ") + coll::collective_name(call.collective) +
+                     " on the GPU";
+  return cuda_status(k::launch_collective(args, stream), what.c_str());
+}
+
+}  // namespace
+
+Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
+                   const tl::DeviceCall &call, cudaStream_t stream) {
+  if (team.size == 1) return copy_alone(call, stream);
+  if (call.collective == Collective::kAllreduce) return launch_allreduce(team, call, stream);
+  return launch_other(team, local_ranks, call, stream);
+}
+
+}  // namespace cohort::tl_gpu
