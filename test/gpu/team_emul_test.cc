@@ -1,0 +1,57 @@
+// The collective kernels of src/kernels (allreduce.cu, ...) run on the CPU by emulated ranks
+// (emul/team.h): the real launchers and kernels, compiled with g++ over the shim of emul/, each
+// rank's blocks on OS threads of their own and a block's threads as fibers taking turns at
+// barriers and spins (emul/cooperative.h).  It checks the kernels' logic where there is no GPU,
+// e.g. in CI: slicing over blocks and ranks, the flags between ranks, in place, the pipeline
+// steps, the call counter across calls, the chained reduction of more than kMaxReduceInputs
+// ranks, abort and timeout.  Results are compared bit for bit with the host path's
+// (reduce_reference.h); guard bytes around every buffer must stay untouched.
+//
+// usage: team_emul_test [--full]
+//   --full  more counts, dtypes and rank counts (minutes); the default is make check's set
+// Exits 0 when everything matched, 1 on a mismatch.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "team_test.h"
+
+namespace {
+
+using cohort::team_test::Options;
+using cohort::team_test::Tally;
+
+template <class Suite>
+void timed(const char *name, Suite &&suite, const Options &options, Tally *tally) {
+  const auto start = std::chrono::steady_clock::now();
+  const long cases = tally->cases(), failures = tally->failures();
+  suite(options, tally);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%-10s %5ld cases, %ld failed (%.1f s)\n", name, tally->cases() - cases,
+              tally->failures() - failures, seconds);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--full") {
+      options.full = true;
+    } else {
+      std::fprintf(stderr, "usage: team_emul_test [--full]\n");
+      return 2;
+    }
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Tally tally;
+  timed("shim", cohort::team_test::run_shim_cases, options, &tally);
+  timed("allreduce", cohort::team_test::run_allreduce_cases, options, &tally);
+  timed("faults", cohort::team_test::run_fault_cases, options, &tally);
+  std::printf("team_emul_test: %ld cases, %ld failed", tally.cases(), tally.failures());
+  if (tally.notes() > 0) std::printf(", %ld notes (known deviations)", tally.notes());
+  std::printf("\n");
+  return tally.failures() == 0 ? 0 : 1;
+}
