@@ -320,12 +320,14 @@ void run_allreduce_cases(const Options &options, Tally *tally) {
   invalid_arguments(tally);
   for (int ranks : {1, 2, 3, 4}) every_dtype_and_op(ranks, options, tally);
   if (options.full) {
-    for (int ranks : {5, 8}) every_dtype_and_op(ranks, options, tally);
+    for (int ranks : {5, 6, 7, 8}) every_dtype_and_op(ranks, options, tally);
   }
   for (int ranks : {2, 3, 4}) larger_counts(ranks, tally);
   pipeline_steps(tally);
   many_ranks(9, tally);
-  if (options.full) many_ranks(kernels::kMaxLocalRanks, tally);
+  if (options.full) {
+    for (int ranks : {12, kernels::kMaxLocalRanks}) many_ranks(ranks, tally);
+  }
 }
 
 }  // namespace cohort::team_test

@@ -21,7 +21,7 @@ using kernels::DeviceFault;
 
 constexpr int kRanks = 3;
 constexpr int kAbsent = 1;                    // the rank that never launches
-constexpr uint64_t kTimeoutNs = 200'000'000;  // what the timeout case waits
+constexpr uint64_t kTimeoutNs = 500'000'000;  // what the timeout case waits
 constexpr uint64_t kNoTimeoutNs = 60'000'000'000;
 constexpr double kPromptly = 10.0;  // seconds a stopped call may take at most
 constexpr int kStallSeconds = 30;   // EmulTeam::run's watchdog here
@@ -162,11 +162,39 @@ void timeout_case(AllreduceAlgo algo, Tally *tally) {
       tally->fail(name + " window " + std::to_string(r) + ": stop word " + std::to_string(word));
     }
   }
+  // kAbsent's kernel reports the stop word of its window (when two ranks timed out, either's).
+  const int stopped_by = static_cast<int>(team.stop_word(kAbsent) & 0xffff) - 1;
   expect_later_call_inert(team, algo, name + ", later call", tally);
-  expect_fault(team, kAbsent, kernels::kStopPeerTimeout, kAbsent, first, 0, name + ", later call",
-               tally);
+  expect_fault(team, kAbsent, kernels::kStopPeerTimeout, kAbsent, stopped_by, 0,
+               name + ", later call", tally);
   for (int r : timed_out) {
     expect_fault(team, r, kernels::kStopTimeout, kAbsent, r, 0, name + ", later call", tally);
+  }
+}
+
+// Returns once every launching rank's kernel heard from every other launching rank on every
+// block of the call: what is left is waiting for kAbsent.
+void wait_for_the_absent(const EmulTeam &team, AllreduceAlgo algo) {
+  kernels::AllreduceArgs args;
+  args.team = team.device(0);
+  args.count = kCount;
+  args.algo = algo;
+  const int blocks = kernels::allreduce_blocks(args);
+  auto heard = [&](int owner, int writer, int block) {
+    const char *window = team.device(owner).windows[owner];
+    return *reinterpret_cast<const volatile uint64_t *>(
+               window + kernels::flag_offset(writer, block, kernels::kFlagArrive)) != 0;
+  };
+  for (;;) {
+    bool all = true;
+    for (int r = 0; r < kRanks; ++r) {
+      for (int q = 0; q < kRanks; ++q) {
+        if (r == q || r == kAbsent || q == kAbsent) continue;
+        for (int b = 0; b < blocks; ++b) all = all && heard(r, q, b);
+      }
+    }
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -180,7 +208,7 @@ void abort_case(AllreduceAlgo algo, int by, Tally *tally) {
   run_call(
       team, algo, buffers, [](int r) { return r != kAbsent; },
       [&](int) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the others now wait
+        wait_for_the_absent(team, algo);
         team.abort(by);
       },
       name, tally);

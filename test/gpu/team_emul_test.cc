@@ -7,8 +7,9 @@
 // ranks, abort and timeout.  Results are compared bit for bit with the host path's
 // (reduce_reference.h); guard bytes around every buffer must stay untouched.
 //
-// usage: team_emul_test [--full]
-//   --full  more counts, dtypes and rank counts (minutes); the default is make check's set
+// usage: team_emul_test [--full] [--suite shim|allreduce|faults]
+//   --full   more counts, dtypes and rank counts (minutes); the default is make check's set
+//   --suite  that suite alone
 // Exits 0 when everything matched, 1 on a mismatch.
 #include <chrono>
 #include <cstdio>
@@ -21,14 +22,21 @@ namespace {
 using cohort::team_test::Options;
 using cohort::team_test::Tally;
 
-template <class Suite>
-void timed(const char *name, Suite &&suite, const Options &options, Tally *tally) {
+struct Suite {
+  const char *name;
+  void (*run)(const Options &, Tally *);
+};
+const Suite kSuites[] = {{"shim", cohort::team_test::run_shim_cases},
+                         {"allreduce", cohort::team_test::run_allreduce_cases},
+                         {"faults", cohort::team_test::run_fault_cases}};
+
+void timed(const Suite &suite, const Options &options, Tally *tally) {
   const auto start = std::chrono::steady_clock::now();
   const long cases = tally->cases(), failures = tally->failures();
-  suite(options, tally);
+  suite.run(options, tally);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%-10s %5ld cases, %ld failed (%.1f s)\n", name, tally->cases() - cases,
+  std::printf("%-10s %5ld cases, %ld failed (%.1f s)\n", suite.name, tally->cases() - cases,
               tally->failures() - failures, seconds);
 }
 
@@ -36,20 +44,29 @@ void timed(const char *name, Suite &&suite, const Options &options, Tally *tally
 
 int main(int argc, char **argv) {
   Options options;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--full") {
       options.full = true;
+    } else if (arg == "--suite" && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: team_emul_test [--full]\n");
+      std::fprintf(stderr, "usage: team_emul_test [--full] [--suite shim|allreduce|faults]\n");
       return 2;
     }
   }
+  bool known = only.empty();
+  for (const Suite &suite : kSuites) known = known || only == suite.name;
+  if (!known) {
+    std::fprintf(stderr, "team_emul_test: no suite '%s'\n", only.c_str());
+    return 2;
+  }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Tally tally;
-  timed("shim", cohort::team_test::run_shim_cases, options, &tally);
-  timed("allreduce", cohort::team_test::run_allreduce_cases, options, &tally);
-  timed("faults", cohort::team_test::run_fault_cases, options, &tally);
+  for (const Suite &suite : kSuites) {
+    if (only.empty() || only == suite.name) timed(suite, options, &tally);
+  }
   std::printf("team_emul_test: %ld cases, %ld failed", tally.cases(), tally.failures());
   if (tally.notes() > 0) std::printf(", %ld notes (known deviations)", tally.notes());
   std::printf("\n");

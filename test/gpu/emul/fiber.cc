@@ -89,7 +89,6 @@ inline void after_switch(void *fake_stack_save, const void **old_bottom, size_t 
 // switch out.
 void Fiber::run(Fiber *self) {
   self->entry_(self->arg_);
-  self->finished_ = true;
   self->end();
 }
 
@@ -124,7 +123,6 @@ void Fiber::start(void *stack, size_t bytes, Entry entry, void *arg) {
   stack_bytes_ = bytes;
   entry_ = entry;
   arg_ = arg;
-  finished_ = false;
 #ifdef COHORT_EMUL_ASAN
   // The frames a finished fiber left at the top (ended by a switch, not a return) may keep
   // their redzones.
@@ -153,7 +151,6 @@ void Fiber::start(void *stack, size_t bytes, Entry entry, void *arg) {
   stack_bytes_ = bytes;
   entry_ = entry;
   arg_ = arg;
-  finished_ = false;
   ucontext_t context;
   if (getcontext(&context) != 0) {
     std::perror("cohort_emul: getcontext");

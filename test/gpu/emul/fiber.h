@@ -34,7 +34,6 @@ class Fiber {
   void resume();
   // From inside the fiber: back to the scheduler, which resumes it later.
   void suspend();
-  bool finished() const { return finished_; }
 
  private:
   static void run(Fiber *self);
@@ -55,7 +54,6 @@ class Fiber {
   size_t stack_bytes_ = 0;
   Entry entry_ = nullptr;
   void *arg_ = nullptr;
-  bool finished_ = false;
   // ASan: the scheduler's stack (learnt at the first switch) and each side's fake stack.
   const void *scheduler_stack_ = nullptr;
   size_t scheduler_stack_bytes_ = 0;
