@@ -47,8 +47,9 @@ void BlockRun::run() {
   running_block = this;
   while (live_ > 0) {
     bool progressed = false;
+    ++round_;
     for (unsigned k = 0; k < count_; ++k) {
-      Thread &t = threads_[static_cast<size_t>(k) * stride_ % count_];
+      Thread &t = threads_[(static_cast<size_t>(k) + round_) * stride_ % count_];
       if (t.state != State::kRunnable) continue;
       spun_ = false;
       running_ = &t;

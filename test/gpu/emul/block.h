@@ -1,6 +1,7 @@
 // The threads of one thread block as fibers on the calling OS thread (cooperative.h): each
 // runs until it waits at a barrier, spins or ends, then the next one runs, round robin in a
-// scrambled order (a thread relying on another having run first would show).
+// scrambled order that starts elsewhere every round (so that a thread relying on another
+// having run first, say thread 0 having filled shared memory, would show).
 //
 // Besides running them, the block checks the barrier contract CUDA leaves undefined: every
 // thread waits at the same __syncthreads, and none ends while others wait at one.  A breach
@@ -50,6 +51,7 @@ class BlockRun {
   const std::function<void()> &body_;
   const unsigned count_;
   const unsigned stride_;  // of the round-robin order: coprime with count_
+  unsigned round_ = 0;     // rounds run: where the order starts
   std::unique_ptr<StackSet> stacks_;
   std::unique_ptr<Thread[]> threads_;
   Thread *running_ = nullptr;
