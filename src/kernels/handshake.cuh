@@ -27,9 +27,13 @@ __device__ __forceinline__ uint64_t *flag_at(const DeviceTeam &team, int owner, 
 }
 
 __device__ __forceinline__ uint64_t global_ns() {
+#ifdef COHORT_KERNELS_EMULATION  // test/gpu/emul: the CPU's steady clock
+  return cohort_emul_global_ns();
+#else
   uint64_t ns;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
   return ns;
+#endif
 }
 
 // Tells `peer` (every peer but this rank when -1) that this block's data for `slot` is in

@@ -1,8 +1,10 @@
-// The CUDA runtime for kernel_emul_test (cuda_emul_prelude.h): "device" memory is host memory,
-// one emulated device of 3 multiprocessors, and a launch runs every thread of the grid in turn.
+// The CUDA runtime for the emulated kernels (cuda_emul_prelude.h): "device" memory is host
+// memory, one emulated device of 3 multiprocessors, and a launch runs every thread of the grid,
+// in turn or cooperatively (cooperative.h), before it returns.
 #pragma once
 
 #include <cstdlib>
+#include <functional>
 #include <type_traits>
 #include <utility>
 
@@ -81,19 +83,44 @@ void emul_call(void (*kernel)(Args...), void **args, std::index_sequence<I...>) 
   kernel(*static_cast<std::remove_cvref_t<Args> *>(args[I])...);
 }
 
-// Every thread of the grid, blocks last to first and threads in a scrambled order, so that a
-// thread relying on another having run first would show.
+namespace cohort_emul {
+
+// Runs thread_body for every thread of the grid, in the calling OS thread's launch mode:
+// in turn (blocks last to first, threads in a scrambled order, so that a thread relying on
+// another having run first would show) or cooperatively (cooperative.h).
+void launch(dim3 grid, dim3 block, const std::function<void()> &thread_body);
+
+// A kernel launched by its address (cudaLaunchKernel's C form, as allreduce.cu launches) has
+// lost its parameter types: the shim finds them by that address.  So the emulation's source
+// registers every such kernel (register_kernel), e.g. through the launcher's own dispatch.
+using KernelInvoker = void (*)(const void *kernel, void **args);
+void register_invoker(const void *kernel, KernelInvoker invoker);
+KernelInvoker find_invoker(const void *kernel);  // aborts for a kernel not registered
+
+template <class... Args>
+void invoke_as(const void *kernel, void **args) {
+  emul_call(reinterpret_cast<void (*)(Args...)>(const_cast<void *>(kernel)), args,
+            std::index_sequence_for<Args...>{});
+}
+
+template <class... Args>
+void register_kernel(void (*kernel)(Args...)) {
+  register_invoker(reinterpret_cast<const void *>(kernel), &invoke_as<Args...>);
+}
+
+}  // namespace cohort_emul
+
 template <class... Args>
 cudaError_t cudaLaunchKernel(void (*kernel)(Args...), dim3 grid, dim3 block, void **args, size_t,
                              cudaStream_t) {
-  gridDim = {grid.x, 1, 1};
-  blockDim = {block.x, 1, 1};
-  for (unsigned b = grid.x; b-- > 0;) {
-    for (unsigned i = 0; i < block.x; ++i) {
-      blockIdx = {b, 0, 0};
-      threadIdx = {(i * 7) % block.x, 0, 0};  // block.x is a multiple of 32: 7 is coprime
-      emul_call(kernel, args, std::index_sequence_for<Args...>{});
-    }
-  }
+  cohort_emul::launch(grid, block,
+                      [&] { emul_call(kernel, args, std::index_sequence_for<Args...>{}); });
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaLaunchKernel(const void *kernel, dim3 grid, dim3 block, void **args, size_t,
+                                    cudaStream_t) {
+  const cohort_emul::KernelInvoker invoke = cohort_emul::find_invoker(kernel);
+  cohort_emul::launch(grid, block, [&] { invoke(kernel, args); });
   return cudaSuccess;
 }
