@@ -19,11 +19,8 @@ __device__ void allreduce_oneshot(const CollArgs &a, uint64_t sequence) {
   auto slot = [&](int owner, int writer) {
     return oneshot_slot(t, owner, writer, sequence) + part.begin * elem;
   };
-  // More ranks than one pass reduces: this rank's data joins from its own slot too, so that
-  // an in-place dst is written only by the last pass.
-  const bool own_slot = t.size > kMaxReduceInputs && a.src == a.dst;
   for (int q = 0; q < t.size; ++q) {
-    if (q != t.rank || own_slot) {
+    if (q != t.rank) {
       copy(block_threads(), slot(q, t.rank), at(a.src, part.begin, elem), part.count * elem);
     }
   }
@@ -31,7 +28,7 @@ __device__ void allreduce_oneshot(const CollArgs &a, uint64_t sequence) {
   signal_peers(t, kFlagArrive, value);
   if (!wait_peers(t, kFlagArrive, value, sequence)) return;
   const void *const *srcs =
-      gather_inputs(t, at(a.src, part.begin, elem), own_slot, [&](int q) { return slot(t.rank, q); });
+      gather_inputs(t, at(a.src, part.begin, elem), [&](int q) { return slot(t.rank, q); });
   reduce_all<D, Op>(at(a.dst, part.begin, elem), srcs, t.size, part.count, t.size);
 }
 
@@ -50,7 +47,6 @@ __device__ void allreduce_twoshot(const CollArgs &a, uint64_t sequence) {
   auto inbox_of = [&](int owner, int gather) {
     return chunk_inbox(t, owner, gather) + static_cast<size_t>(t.rank) * slice_size;
   };
-  const bool own_slot = t.size > kMaxReduceInputs && a.src == a.dst;
   uint32_t step = 0;
   for (size_t done = 0; done < part.count; done += step_elems, ++step) {
     const size_t base = part.begin + done;
@@ -59,16 +55,16 @@ __device__ void allreduce_twoshot(const CollArgs &a, uint64_t sequence) {
     const uint64_t value = flag_value(sequence, step);
     // Reduce-scatter: slice q of this step goes to rank q's inbox.
     for (int q = 0; q < t.size; ++q) {
-      if (q == t.rank && !own_slot) continue;
+      if (q == t.rank) continue;
       copy(block_threads(), inbox_of(q, 0), at(a.src, base + slice(q).begin, elem),
            slice(q).count * elem);
     }
     signal_peers(t, kFlagArrive, value);
     if (!wait_peers(t, kFlagArrive, value, sequence)) return;
     const Part mine = slice(t.rank);
-    const void *const *srcs =
-        gather_inputs(t, at(a.src, base + mine.begin, elem), own_slot,
-                      [&](int q) { return inbox + static_cast<size_t>(q) * slice_size; });
+    const void *const *srcs = gather_inputs(t, at(a.src, base + mine.begin, elem), [&](int q) {
+      return inbox + static_cast<size_t>(q) * slice_size;
+    });
     char *result = at(a.dst, base + mine.begin, elem);
     reduce_all<D, Op>(result, srcs, t.size, mine.count, t.size);
     // Allgather: this rank's reduced slice to every peer's gather inbox.

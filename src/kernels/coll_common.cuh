@@ -67,40 +67,17 @@ __host__ __device__ inline size_t slice_bytes(int ranks) {
   return kChunkBytes / ranks / kAlignBytes * kAlignBytes;
 }
 
-// dst = srcs[0] OP ... OP srcs[n-1] over `count` elements, in rank order, kMaxReduceInputs
-// inputs per pass (a later pass folds the earlier result in first).  dst may be srcs[0] only
-// when n > kMaxReduceInputs, any one of them otherwise.  Not inlined: one copy of the
-// reduction per dtype x op serves every call site of a kernel file.
+// dst = srcs[0] OP ... OP srcs[n-1] over `count` elements, in rank order, in one pass (every
+// input accumulated in the compute type, fp32 for fp16/bf16, rounded once); dst may be any
+// one of the inputs.  Not inlined: one copy of the reduction per dtype x op serves every call
+// site of a kernel file.
 template <DType D, RedOp Op>
 __device__ COHORT_NOINLINE void reduce_all(void *dst, const void *const *srcs, int n, size_t count,
-                                        int divisor) {
-  constexpr RedOp kFold = Op == RedOp::kAvg ? RedOp::kSum : Op;
+                                           int divisor) {
   if (n == 1) {  // a team of one: the data as it is (an average over one rank is the value)
     if (dst != srcs[0]) copy(block_threads(), dst, srcs[0], count * dtype_size(D));
-    __syncthreads();
-    return;
-  }
-  __shared__ const void *inputs[kMaxReduceInputs];
-  int done = 0;
-  while (done < n) {
-    const int carried = done == 0 ? 0 : 1;
-    const int take = min(n - done, kMaxReduceInputs - carried);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (carried) inputs[0] = dst;
-      for (int i = 0; i < take; ++i) inputs[carried + i] = srcs[done + i];
-    }
-    __syncthreads();
-    ReduceOperands operands{dst, inputs, carried + take, count, divisor};
-    done += take;
-    // One call site per reduction compiled (the primitive is inlined where it is called).
-    if constexpr (Op == kFold) {
-      reduce_compact<D, Op>(block_threads(), operands);
-    } else if (done == n) {
-      reduce_compact<D, Op>(block_threads(), operands);
-    } else {
-      reduce_compact<D, kFold>(block_threads(), operands);
-    }
+  } else {
+    reduce_compact<D, Op>(block_threads(), ReduceOperands{dst, srcs, n, count, divisor});
   }
   __syncthreads();
 }
@@ -108,13 +85,12 @@ __device__ COHORT_NOINLINE void reduce_all(void *dst, const void *const *srcs, i
 // The inputs of one reduction, in rank order: this rank's own data from `own`, the peers'
 // from `slot_of(q)`.  Every thread of the block calls it; the array is ready on return.
 template <class SlotOf>
-__device__ const void *const *gather_inputs(const DeviceTeam &t, const void *own, bool own_slot,
-                                            SlotOf slot_of) {
+__device__ const void *const *gather_inputs(const DeviceTeam &t, const void *own, SlotOf slot_of) {
   __shared__ const void *srcs[kMaxLocalRanks];
   __syncthreads();  // the previous reduction read the array
   if (threadIdx.x < t.size) {
     const int q = threadIdx.x;
-    srcs[q] = q == t.rank && !own_slot ? own : slot_of(q);
+    srcs[q] = q == t.rank ? own : slot_of(q);
   }
   __syncthreads();
   return srcs;

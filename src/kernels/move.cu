@@ -106,7 +106,8 @@ __device__ void exchange_oneshot(const CollArgs &a, const Blocks &b, uint64_t se
 }
 
 // Large allgather / alltoall: per step, each rank's piece for q lands in q's inbox (the
-// step's half, one slice per writer); a half is refilled once its readers said so.
+// step's half, one slice per writer).  The halves take turns: a peer signals step s + 1 only
+// after its reads of step s, so the half of step s is free when step s + 2 writes it.
 __device__ void exchange_pipelined(const CollArgs &a, const Blocks &b, uint64_t sequence) {
   const DeviceTeam &t = a.team;
   const Part part = block_part(b.bytes);
@@ -117,13 +118,10 @@ __device__ void exchange_pipelined(const CollArgs &a, const Blocks &b, uint64_t 
     const size_t len = min(slice, part.count - done);
     const int half = static_cast<int>(step & 1);
     const uint64_t value = flag_value(sequence, step);
-    if (step >= 2 && !wait_peers(t, kFlagResult, flag_value(sequence, step - 2), sequence)) {
-      return;
-    }
     for (int q = 0; q < t.size; ++q) {
       if (q == t.rank) continue;
-      copy(block_threads(), chunk_inbox(t, q, half) + t.rank * slice,
-           b.input(a.src, q, offset), len);
+      copy(block_threads(), chunk_inbox(t, q, half) + t.rank * slice, b.input(a.src, q, offset),
+           len);
     }
     copy_own(a, b, offset, len);
     signal_peers(t, kFlagArrive, value);
@@ -133,7 +131,6 @@ __device__ void exchange_pipelined(const CollArgs &a, const Blocks &b, uint64_t 
       copy(block_threads(), b.output(a.dst, q, offset), chunk_inbox(t, t.rank, half) + q * slice,
            len);
     }
-    signal_peers(t, kFlagResult, value);
   }
   end_barrier(t, sequence);
 }

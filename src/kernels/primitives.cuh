@@ -50,7 +50,8 @@ __device__ __forceinline__ ThreadGroup block_threads() { return {threadIdx.x, bl
 // What one reduction reads and writes.
 struct ReduceOperands {
   void *dst;
-  // nsrcs pointers, 1 <= nsrcs <= kMaxReduceInputs; the array itself must be readable by every
+  // nsrcs pointers, nsrcs >= 1 (reduce.h's launchers take up to kMaxReduceInputs, the
+  // collectives one per local rank); the array itself must be readable by every
   // thread (a __grid_constant__ kernel parameter, shared or global memory).
   const void *const *srcs;
   int nsrcs;

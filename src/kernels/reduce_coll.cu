@@ -12,24 +12,21 @@ namespace cohort::kernels {
 namespace {
 
 // Small reduce: every rank's message lands in the root's one-shot slots; the root reduces.
-// More ranks than one pass reduces, in place: the root's own data goes through its own slot,
-// so that its output is written only by the last pass.
 template <DType D, RedOp Op>
 __device__ void reduce_oneshot(const CollArgs &a, uint64_t sequence) {
   const DeviceTeam &t = a.team;
   constexpr size_t elem = dtype_size(D);
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const bool root = t.rank == a.root;
-  const bool own_slot = root && t.size > kMaxReduceInputs && a.src == a.dst;
   const size_t offset = part.begin * elem;
-  if (!root || own_slot) {
+  if (!root) {
     copy(block_threads(), oneshot_slot(t, a.root, t.rank, sequence) + offset, at(a.src, offset, 1),
          part.count * elem);
   }
   const uint64_t value = flag_value(sequence, 0);
   signal_peers(t, kFlagArrive, value);
   if (!wait_peers(t, kFlagArrive, value, sequence) || !root) return;
-  const void *const *srcs = gather_inputs(t, at(a.src, offset, 1), own_slot, [&](int q) {
+  const void *const *srcs = gather_inputs(t, at(a.src, offset, 1), [&](int q) {
     return oneshot_slot(t, t.rank, q, sequence) + offset;
   });
   reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, part.count, t.size);
@@ -44,7 +41,6 @@ __device__ void reduce_pipelined(const CollArgs &a, uint64_t sequence) {
   constexpr size_t elem = dtype_size(D);
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const bool root = t.rank == a.root;
-  const bool own_slot = root && t.size > kMaxReduceInputs && a.src == a.dst;
   const size_t slice_size = slice_bytes(t.size);
   const size_t step_elems = slice_size / elem * t.size;
   uint32_t step = 0;
@@ -54,18 +50,18 @@ __device__ void reduce_pipelined(const CollArgs &a, uint64_t sequence) {
     auto slice = [&](int q) { return split(len, elem, q, t.size); };
     const uint64_t value = flag_value(sequence, step);
     for (int q = 0; q < t.size; ++q) {
-      if (q == t.rank && !own_slot) continue;
+      if (q == t.rank) continue;
       copy(block_threads(), chunk_inbox(t, q, 0) + t.rank * slice_size,
            at(a.src, base + slice(q).begin, elem), slice(q).count * elem);
     }
     signal_peers(t, kFlagArrive, value);
     if (!wait_peers(t, kFlagArrive, value, sequence)) return;
     const Part mine = slice(t.rank);
-    const void *const *srcs =
-        gather_inputs(t, at(a.src, base + mine.begin, elem), own_slot,
-                      [&](int q) { return chunk_inbox(t, t.rank, 0) + q * slice_size; });
-    char *result = root ? at(a.dst, base + mine.begin, elem)
-                        : chunk_inbox(t, a.root, 1) + t.rank * slice_size;
+    const void *const *srcs = gather_inputs(t, at(a.src, base + mine.begin, elem), [&](int q) {
+      return chunk_inbox(t, t.rank, 0) + q * slice_size;
+    });
+    char *result =
+        root ? at(a.dst, base + mine.begin, elem) : chunk_inbox(t, a.root, 1) + t.rank * slice_size;
     reduce_all<D, Op>(result, srcs, t.size, mine.count, t.size);
     signal_peers(t, kFlagResult, value);
     if (!wait_peers(t, kFlagResult, value, sequence)) return;
@@ -81,12 +77,6 @@ __device__ void reduce_pipelined(const CollArgs &a, uint64_t sequence) {
   end_barrier(t, sequence);
 }
 
-// In place (dst = src + rank * count) with more ranks than one pass reduces: this rank's own
-// block goes through its own slot (see reduce_oneshot).
-__device__ inline bool scatter_own_slot(const CollArgs &a, size_t block_bytes) {
-  return a.team.size > kMaxReduceInputs && a.dst == at(a.src, a.team.rank * block_bytes, 1);
-}
-
 // Small reduce-scatter: rank q's block of every rank's input lands in q's one-shot slots.
 template <DType D, RedOp Op>
 __device__ void reduce_scatter_oneshot(const CollArgs &a, uint64_t sequence) {
@@ -95,9 +85,8 @@ __device__ void reduce_scatter_oneshot(const CollArgs &a, uint64_t sequence) {
   const size_t block_bytes = a.count * elem;
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
   const size_t offset = part.begin * elem;
-  const bool own_slot = scatter_own_slot(a, block_bytes);
   for (int q = 0; q < t.size; ++q) {
-    if (q == t.rank && !own_slot) continue;
+    if (q == t.rank) continue;
     copy(block_threads(), oneshot_slot(t, q, t.rank, sequence) + offset,
          at(a.src, q * block_bytes + offset, 1), part.count * elem);
   }
@@ -105,21 +94,20 @@ __device__ void reduce_scatter_oneshot(const CollArgs &a, uint64_t sequence) {
   signal_peers(t, kFlagArrive, value);
   if (!wait_peers(t, kFlagArrive, value, sequence)) return;
   const void *const *srcs =
-      gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1), own_slot,
+      gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1),
                     [&](int q) { return oneshot_slot(t, t.rank, q, sequence) + offset; });
   reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, part.count, t.size);
 }
 
 // Large reduce-scatter: per step, each rank's piece of q's block lands in q's inbox (the
-// step's half, a slice per writer), and q reduces them into its output; a half is refilled
-// once every reader said it reduced the half's previous step.
+// step's half, a slice per writer), and q reduces them into its output.  The halves take
+// turns as in move.cu's exchange_pipelined.
 template <DType D, RedOp Op>
 __device__ void reduce_scatter_pipelined(const CollArgs &a, uint64_t sequence) {
   const DeviceTeam &t = a.team;
   constexpr size_t elem = dtype_size(D);
   const size_t block_bytes = a.count * elem;
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
-  const bool own_slot = scatter_own_slot(a, block_bytes);
   const size_t slice_size = slice_bytes(t.size);
   const size_t step_elems = slice_size / elem;
   uint32_t step = 0;
@@ -128,21 +116,17 @@ __device__ void reduce_scatter_pipelined(const CollArgs &a, uint64_t sequence) {
     const size_t len = min(step_elems, part.count - done);
     const int half = static_cast<int>(step & 1);
     const uint64_t value = flag_value(sequence, step);
-    if (step >= 2 && !wait_peers(t, kFlagResult, flag_value(sequence, step - 2), sequence)) {
-      return;
-    }
     for (int q = 0; q < t.size; ++q) {
-      if (q == t.rank && !own_slot) continue;
+      if (q == t.rank) continue;
       copy(block_threads(), chunk_inbox(t, q, half) + t.rank * slice_size,
            at(a.src, q * block_bytes + offset, 1), len * elem);
     }
     signal_peers(t, kFlagArrive, value);
     if (!wait_peers(t, kFlagArrive, value, sequence)) return;
     const void *const *srcs =
-        gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1), own_slot,
+        gather_inputs(t, at(a.src, t.rank * block_bytes + offset, 1),
                       [&](int q) { return chunk_inbox(t, t.rank, half) + q * slice_size; });
     reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, len, t.size);
-    signal_peers(t, kFlagResult, value);
   }
   end_barrier(t, sequence);
 }
@@ -154,11 +138,15 @@ __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constan
   if (team_stopped(a.team, sequence)) {
     // nothing: peers would take this call's data for a later one's
   } else if (a.kind == CollKind::kAllreduce) {
-    if (oneshot) allreduce_oneshot<D, Op>(a, sequence);
-    else allreduce_twoshot<D, Op>(a, sequence);
+    if (oneshot)
+      allreduce_oneshot<D, Op>(a, sequence);
+    else
+      allreduce_twoshot<D, Op>(a, sequence);
   } else if (a.kind == CollKind::kReduce) {
-    if (oneshot) reduce_oneshot<D, Op>(a, sequence);
-    else reduce_pipelined<D, Op>(a, sequence);
+    if (oneshot)
+      reduce_oneshot<D, Op>(a, sequence);
+    else
+      reduce_pipelined<D, Op>(a, sequence);
   } else if (oneshot) {
     reduce_scatter_oneshot<D, Op>(a, sequence);
   } else {
@@ -177,10 +165,9 @@ constexpr Row row() {
 
 // Every dtype x op, in DType and RedOp order.
 const std::array<Row, kNumDTypes> kKernels = {
-    row<DType::kInt8>(),    row<DType::kUint8>(),   row<DType::kInt32>(),
-    row<DType::kUint32>(),  row<DType::kInt64>(),   row<DType::kUint64>(),
-    row<DType::kFloat16>(), row<DType::kBfloat16>(), row<DType::kFloat32>(),
-    row<DType::kFloat64>(),
+    row<DType::kInt8>(),    row<DType::kUint8>(),   row<DType::kInt32>(),   row<DType::kUint32>(),
+    row<DType::kInt64>(),   row<DType::kUint64>(),  row<DType::kFloat16>(), row<DType::kBfloat16>(),
+    row<DType::kFloat32>(), row<DType::kFloat64>(),
 };
 
 }  // namespace

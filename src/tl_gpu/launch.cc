@@ -74,8 +74,8 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
   args.algo = oneshot ? k::CollAlgo::kOneShot : k::CollAlgo::kPipelined;
   const size_t bytes = call.count * k::dtype_size(args.dtype);
   if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
-  std::string what = std::string("launching ") + coll::collective_name(call.collective) +
-                     " on the GPU";
+  std::string what =
+      std::string("launching ") + coll::collective_name(call.collective) + " on the GPU";
   return cuda_status(k::launch_collective(args, stream), what.c_str());
 }
 

@@ -3,17 +3,15 @@
 // rank's blocks on OS threads of their own and a block's threads as fibers taking turns at
 // barriers and spins (emul/cooperative.h).  It checks the kernels' logic where there is no GPU,
 // e.g. in CI: slicing over blocks and ranks, the flags between ranks, in place, the pipeline
-// steps, the call counter across calls, the chained reduction of more than kMaxReduceInputs
-// ranks, abort and timeout.  Results are compared bit for bit with the host path's
-// (reduce_reference.h); guard bytes around every buffer must stay untouched.  With more ranks
-// than one reduction pass takes, an fp16/bf16 result that differs from it only by the
-// kernels' rounding between passes is a note (a known deviation), not a failure.
+// steps, the call counter across calls, more ranks than reduce.h's kernels take inputs, abort
+// and timeout.  Results are compared bit for bit with the host path's (reduce_reference.h);
+// guard bytes around every buffer must stay untouched.
 //
 // Another collective over a DeviceTeam joins with an emul/<name>_emul.cc that compiles its .cu
 // and registers the kernels its launcher passes by address (as emul/allreduce_emul.cc), and a
 // suite of cases that call the launcher from EmulTeam::run (as allreduce_cases.cc).
 //
-// usage: team_emul_test [--full] [--suite shim|allreduce|faults]
+// usage: team_emul_test [--full] [--suite shim|allreduce|collectives|faults]
 //   --full   more counts, dtypes and rank counts (minutes); the default is make check's set
 //   --suite  that suite alone
 // Exits 0 when everything matched, 1 on a mismatch.
@@ -34,6 +32,7 @@ struct Suite {
 };
 const Suite kSuites[] = {{"shim", cohort::team_test::run_shim_cases},
                          {"allreduce", cohort::team_test::run_allreduce_cases},
+                         {"collectives", cohort::team_test::run_collective_cases},
                          {"faults", cohort::team_test::run_fault_cases}};
 
 void timed(const Suite &suite, const Options &options, Tally *tally) {
@@ -58,7 +57,7 @@ int main(int argc, char **argv) {
     } else if (arg == "--suite" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: team_emul_test [--full] [--suite shim|allreduce|faults]\n");
+      std::fprintf(stderr, "usage: team_emul_test [--full] [--suite shim|allreduce|collectives|faults]\n");
       return 2;
     }
   }

@@ -61,9 +61,10 @@ class GuardedBuffer {
 std::string compare_elements(kernels::DType dtype, const unsigned char *got,
                              const unsigned char *want, size_t count);
 
-// The suites (emul_cases.cc, allreduce_cases.cc, fault_cases.cc).
+// The suites (emul_cases.cc, allreduce_cases.cc, coll_cases.cc, fault_cases.cc).
 void run_shim_cases(const Options &options, Tally *tally);
 void run_allreduce_cases(const Options &options, Tally *tally);
+void run_collective_cases(const Options &options, Tally *tally);
 void run_fault_cases(const Options &options, Tally *tally);
 
 }  // namespace cohort::team_test

@@ -178,11 +178,11 @@ void check_output(const Call &c, const DeviceBuffers &b, const std::vector<char>
   if (b.out_base == nullptr) return;  // in place: the input's own bytes may follow
   unsigned char guard[16];
   CUDA_OK(cudaMemcpy(guard, static_cast<char *>(b.dst) + b.out_bytes, 16, cudaMemcpyDeviceToHost));
-  for (unsigned char g : guard) CHECK(g == 0xee, "%s: a byte past the output changed", what.c_str());
+  for (unsigned char g : guard)
+    CHECK(g == 0xee, "%s: a byte past the output changed", what.c_str());
 }
 
-void check_case(cohort_team_t team, const Call &c, bool in_place, Mode mode,
-                cudaStream_t stream) {
+void check_case(cohort_team_t team, const Call &c, bool in_place, Mode mode, cudaStream_t stream) {
   const std::vector<char> in = make_input(c, 0);
   const std::vector<char> want = host_result(team, c, in);
   DeviceBuffers buffers(c, in, in_place);
@@ -195,8 +195,8 @@ void run_matrix(cohort_team_t team, cudaStream_t stream, int *cases) {
   const bool quick = opt_int("quick", 0) != 0;
   std::vector<size_t> counts = {0, 1, 7, 1023, 65537};
   if (!quick) counts.push_back(size_t{1} << 20);
-  for (Kind kind : {Kind::kBroadcast, Kind::kReduce, Kind::kAllgather, Kind::kReduceScatter,
-                    Kind::kAlltoall}) {
+  for (Kind kind :
+       {Kind::kBroadcast, Kind::kReduce, Kind::kAllgather, Kind::kReduceScatter, Kind::kAlltoall}) {
     for (cohort_dtype_t t : kDtypes) {
       for (cohort_op_t op : kOps) {
         if (!reduces(kind) && op != COHORT_SUM) continue;
@@ -228,8 +228,10 @@ void check_barriers(cohort_team_t team, cudaStream_t stream, int *cases) {
     CHECK(s == COHORT_SUCCESS, "barrier %s: %s", mode_name(mode), cohort_last_error());
     CUDA_OK(cudaStreamSynchronize(stream));
     const double took = now_s() - start;
-    CHECK(took >= 0.19, "barrier %s: rank %d passed it %.3f s after the start, before rank 0 "
-          "(0.2 s late) got there", mode_name(mode), g_rank, took);
+    CHECK(took >= 0.19,
+          "barrier %s: rank %d passed it %.3f s after the start, before rank 0 "
+          "(0.2 s late) got there",
+          mode_name(mode), g_rank, took);
     ++*cases;
   }
 }
@@ -283,16 +285,15 @@ void mixed_calls() {
   for (int i = 0; i < calls; ++i) {
     if (rand() % 4 == 0) usleep(rand() % 2000);
     const Run &r = runs[i];
-    cohort_status_t s =
-        issue(team, r.call, r.buffers->src, r.buffers->dst, stream, i % 9 != 8);
+    cohort_status_t s = issue(team, r.call, r.buffers->src, r.buffers->dst, stream, i % 9 != 8);
     CHECK(s == COHORT_SUCCESS, "call %d (%s): %s", i, kKindNames[int(r.call.kind)],
           cohort_last_error());
   }
   CUDA_OK(cudaStreamSynchronize(stream));
   for (int i = 0; i < calls; ++i) {
     const Run &r = runs[i];
-    check_output(r.call, *r.buffers, r.want, "call " + std::to_string(i) + ": " +
-                                                 describe(r.call, r.in_place, Mode::kStream));
+    check_output(r.call, *r.buffers, r.want,
+                 "call " + std::to_string(i) + ": " + describe(r.call, r.in_place, Mode::kStream));
   }
   if (g_rank == 0) printf("mixed: %d calls of every kind in flight\n", calls);
   runs.clear();

@@ -18,12 +18,12 @@ namespace mpi_test {
     CHECK(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_)); \
   } while (0)
 
-inline const cohort_dtype_t kDtypes[] = {COHORT_INT8,    COHORT_UINT8,  COHORT_INT32,   COHORT_UINT32,
-                                  COHORT_INT64,   COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16,
-                                  COHORT_FLOAT32, COHORT_FLOAT64};
+inline const cohort_dtype_t kDtypes[] = {
+    COHORT_INT8,   COHORT_UINT8,   COHORT_INT32,    COHORT_UINT32,  COHORT_INT64,
+    COHORT_UINT64, COHORT_FLOAT16, COHORT_BFLOAT16, COHORT_FLOAT32, COHORT_FLOAT64};
 inline const cohort_op_t kOps[] = {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX, COHORT_AVG};
 inline const char *const kDtypeNames[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                   "uint64", "float16", "bfloat16", "float32", "float64"};
+                                          "uint64", "float16", "bfloat16", "float32", "float64"};
 inline const char *const kOpNames[] = {"sum", "prod", "min", "max", "avg"};
 
 // Inputs whose every reduction is exact in every dtype at up to 16 ranks: products stay in
@@ -74,7 +74,7 @@ inline const char *mode_name(Mode m) {
 
 // Compares `count` elements; reports the first difference.
 inline void compare(const char *what, cohort_dtype_t t, const std::vector<char> &got,
-             const std::vector<char> &want, size_t count) {
+                    const std::vector<char> &want, size_t count) {
   if (memcmp(got.data(), want.data(), count * elem_bytes(t)) == 0) return;
   for (size_t i = 0; i < count; ++i) {
     if (memcmp(got.data() + i * elem_bytes(t), want.data() + i * elem_bytes(t), elem_bytes(t))) {

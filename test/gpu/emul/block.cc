@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +21,23 @@ thread_local BlockRun *running_block = nullptr;
 constexpr unsigned kYieldingRounds = 32;
 constexpr auto kIdleSleep = std::chrono::microseconds(50);
 
+std::atomic<unsigned> jitter_per_thousand{0};
+
+// A pause now and then (set_jitter), from a generator of this OS thread's own.
+void maybe_pause() {
+  const unsigned jitter = jitter_per_thousand.load(std::memory_order_relaxed);
+  if (jitter == 0) return;
+  thread_local uint64_t state = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
+  state = state * 6364136223846793005ull + 1442695040888963407ull;
+  const unsigned draw = static_cast<unsigned>(state >> 33);
+  if (draw % 1000 < jitter) std::this_thread::sleep_for(std::chrono::microseconds(draw % 300));
+}
+
 }  // namespace
+
+void BlockRun::set_jitter(unsigned per_thousand) {
+  jitter_per_thousand.store(per_thousand, std::memory_order_relaxed);
+}
 
 BlockRun::BlockRun(unsigned threads, const std::function<void()> &thread_body)
     : body_(thread_body),
@@ -59,6 +76,7 @@ void BlockRun::run() {
     }
     if (progressed) {
       idle_rounds_ = 0;
+      maybe_pause();
     } else {
       idle();
     }

@@ -30,6 +30,11 @@ class BlockRun {
   // The block this OS thread runs (nullptr outside run()).
   static BlockRun *current();
 
+  // Jitter: after a round of its threads, a block pauses up to 300 us with this probability
+  // (per thousand; 0, the default, never), so that a rank runs steps ahead of a peer now and
+  // then, as ranks sharing a GPU with other work do.  Any thread, before launches.
+  static void set_jitter(unsigned per_thousand);
+
   // From a thread of this block (cooperative.h's block_barrier and block_spin).
   bool barrier(bool predicate, const char *file, int line);
   void spin();
