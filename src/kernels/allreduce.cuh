@@ -1,7 +1,7 @@
-// Allreduce's device code (allreduce.h launches it): one-shot and two-shot, run by the
-// reduction kernel of reduce_coll.cu.  Block b of every rank handles the same part of the
-// message, so blocks trade only with their namesakes on the other ranks and never wait for
-// another block of their own grid.
+// Allreduce's device code (allreduce.h launches it): one-shot and two-shot (which serves
+// reduce too), run by the reduction kernel of reduce_coll.cu.  Block b of every rank handles the
+// same part of the message, so blocks trade only with their namesakes on the other ranks and never
+// wait for another block of their own grid.
 #pragma once
 
 #include "coll_common.cuh"
@@ -32,14 +32,17 @@ __device__ void allreduce_oneshot(const CollArgs &a, uint64_t sequence) {
   reduce_all<D, Op>(at(a.dst, part.begin, elem), srcs, t.size, part.count, t.size);
 }
 
-// Any size: per pipeline step of a block, slice q of every rank's data goes to rank q's inbox
-// (half 0); q reduces it in rank order into its output and pushes the result into every
-// peer's gather inbox (half 1).
+// Any size, allreduce and reduce: per pipeline step of a block, slice q of every rank's data
+// goes to rank q's inbox (half 0); q reduces it in rank order and hands the result on through
+// the gather inboxes (half 1): to every peer (allreduce: q writes its output, then pushes
+// it), or to the root alone (reduce: q reduces straight into the root's gather inbox).
 template <DType D, RedOp Op>
-__device__ void allreduce_twoshot(const CollArgs &a, uint64_t sequence) {
+__device__ void twoshot(const CollArgs &a, uint64_t sequence) {
   const DeviceTeam &t = a.team;
   constexpr size_t elem = dtype_size(D);
   const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const bool everyone = a.kind == CollKind::kAllreduce;
+  const bool gets_result = everyone || t.rank == a.root;
   // A step covers size slices of slice_size bytes, one per rank.
   const size_t slice_size = slice_bytes(t.size);
   const size_t step_elems = slice_size / elem * t.size;
@@ -65,18 +68,21 @@ __device__ void allreduce_twoshot(const CollArgs &a, uint64_t sequence) {
     const void *const *srcs = gather_inputs(t, at(a.src, base + mine.begin, elem), [&](int q) {
       return inbox + static_cast<size_t>(q) * slice_size;
     });
-    char *result = at(a.dst, base + mine.begin, elem);
+    char *result = gets_result ? at(a.dst, base + mine.begin, elem) : inbox_of(a.root, 1);
     reduce_all<D, Op>(result, srcs, t.size, mine.count, t.size);
-    // Allgather: this rank's reduced slice to every peer's gather inbox.
-    for (int q = 0; q < t.size; ++q) {
-      if (q != t.rank) copy(block_threads(), inbox_of(q, 1), result, mine.count * elem);
+    if (everyone) {  // this rank's reduced slice to every peer's gather inbox
+      for (int q = 0; q < t.size; ++q) {
+        if (q != t.rank) copy(block_threads(), inbox_of(q, 1), result, mine.count * elem);
+      }
     }
     signal_peers(t, kFlagResult, value);
     if (!wait_peers(t, kFlagResult, value, sequence)) return;
-    for (int q = 0; q < t.size; ++q) {
-      if (q == t.rank) continue;
-      copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
-           inbox + kChunkBytes + static_cast<size_t>(q) * slice_size, slice(q).count * elem);
+    if (gets_result) {
+      for (int q = 0; q < t.size; ++q) {
+        if (q == t.rank) continue;
+        copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
+             inbox + kChunkBytes + static_cast<size_t>(q) * slice_size, slice(q).count * elem);
+      }
     }
     __syncthreads();  // the gather inbox is free again before this block signals the next step
   }

@@ -34,7 +34,7 @@ enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagSlots = 2 };
 // Why a kernel stopped early (the host reads it from pinned memory).
 enum StopReason : uint32_t {
   kStopNone = 0,
-  kStopAbort = 1,        // by: the local rank that aborted (-1: this rank's host)
+  kStopAbort = 1,        // by: the local rank whose host aborted (this rank's own included)
   kStopTimeout = 2,      // this rank waited for `peer` longer than the timeout
   kStopPeerTimeout = 3,  // rank `by` waited for `peer` longer than the timeout
 };

@@ -53,7 +53,7 @@ __device__ inline void signal_peers(const DeviceTeam &team, int slot, uint64_t v
 // Why this rank's kernels must stop: this rank's stop word.
 struct Stop {
   StopReason reason = kStopNone;
-  int by = -1;    // the local rank that stopped the team (-1: this rank's host)
+  int by = -1;    // the local rank that stopped the team (this rank's own index: its host)
   int peer = -1;  // the rank a timed-out rank waited for
 };
 
@@ -64,7 +64,7 @@ __device__ inline Stop stop_of(const DeviceTeam &team) {
   const uint32_t word = *reinterpret_cast<const volatile uint32_t *>(team.windows[team.rank] +
                                                                      team.layout.stop_offset);
   if (word == 0) return stop;
-  stop.by = static_cast<int>(word & 0xffff) - 1;  // this rank's own index: its host aborted
+  stop.by = static_cast<int>(word & 0xffff) - 1;  // the local rank that wrote the word
   stop.peer = static_cast<int>(word >> 16) - 1;
   stop.reason = stop.peer >= 0 ? kStopPeerTimeout : kStopAbort;
   return stop;

@@ -32,51 +32,6 @@ __device__ void reduce_oneshot(const CollArgs &a, uint64_t sequence) {
   reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, part.count, t.size);
 }
 
-// Large reduce: per step each rank reduces one slice of every rank's data (their pieces in
-// its inbox, half 0) and writes the result into the root's gather inbox (half 1), or the
-// root into its output; the root then copies the gathered slices out.
-template <DType D, RedOp Op>
-__device__ void reduce_pipelined(const CollArgs &a, uint64_t sequence) {
-  const DeviceTeam &t = a.team;
-  constexpr size_t elem = dtype_size(D);
-  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
-  const bool root = t.rank == a.root;
-  const size_t slice_size = slice_bytes(t.size);
-  const size_t step_elems = slice_size / elem * t.size;
-  uint32_t step = 0;
-  for (size_t done = 0; done < part.count; done += step_elems, ++step) {
-    const size_t base = part.begin + done;
-    const size_t len = min(step_elems, part.count - done);
-    auto slice = [&](int q) { return split(len, elem, q, t.size); };
-    const uint64_t value = flag_value(sequence, step);
-    for (int q = 0; q < t.size; ++q) {
-      if (q == t.rank) continue;
-      copy(block_threads(), chunk_inbox(t, q, 0) + t.rank * slice_size,
-           at(a.src, base + slice(q).begin, elem), slice(q).count * elem);
-    }
-    signal_peers(t, kFlagArrive, value);
-    if (!wait_peers(t, kFlagArrive, value, sequence)) return;
-    const Part mine = slice(t.rank);
-    const void *const *srcs = gather_inputs(t, at(a.src, base + mine.begin, elem), [&](int q) {
-      return chunk_inbox(t, t.rank, 0) + q * slice_size;
-    });
-    char *result =
-        root ? at(a.dst, base + mine.begin, elem) : chunk_inbox(t, a.root, 1) + t.rank * slice_size;
-    reduce_all<D, Op>(result, srcs, t.size, mine.count, t.size);
-    signal_peers(t, kFlagResult, value);
-    if (!wait_peers(t, kFlagResult, value, sequence)) return;
-    if (root) {
-      for (int q = 0; q < t.size; ++q) {
-        if (q == t.rank) continue;
-        copy(block_threads(), at(a.dst, base + slice(q).begin, elem),
-             chunk_inbox(t, t.rank, 1) + q * slice_size, slice(q).count * elem);
-      }
-    }
-    __syncthreads();  // the gather inbox is read before this block signals the next step
-  }
-  end_barrier(t, sequence);
-}
-
 // Small reduce-scatter: rank q's block of every rank's input lands in q's one-shot slots.
 template <DType D, RedOp Op>
 __device__ void reduce_scatter_oneshot(const CollArgs &a, uint64_t sequence) {
@@ -137,20 +92,18 @@ __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constan
   const bool oneshot = a.algo == CollAlgo::kOneShot;
   if (team_stopped(a.team, sequence)) {
     // nothing: peers would take this call's data for a later one's
+  } else if (a.kind == CollKind::kReduceScatter) {
+    if (oneshot) {
+      reduce_scatter_oneshot<D, Op>(a, sequence);
+    } else {
+      reduce_scatter_pipelined<D, Op>(a, sequence);
+    }
+  } else if (!oneshot) {
+    twoshot<D, Op>(a, sequence);  // allreduce, or reduce: the reduced slices to the root alone
   } else if (a.kind == CollKind::kAllreduce) {
-    if (oneshot)
-      allreduce_oneshot<D, Op>(a, sequence);
-    else
-      allreduce_twoshot<D, Op>(a, sequence);
-  } else if (a.kind == CollKind::kReduce) {
-    if (oneshot)
-      reduce_oneshot<D, Op>(a, sequence);
-    else
-      reduce_pipelined<D, Op>(a, sequence);
-  } else if (oneshot) {
-    reduce_scatter_oneshot<D, Op>(a, sequence);
+    allreduce_oneshot<D, Op>(a, sequence);
   } else {
-    reduce_scatter_pipelined<D, Op>(a, sequence);
+    reduce_oneshot<D, Op>(a, sequence);
   }
   finish_block(a.team, sequence);
 }

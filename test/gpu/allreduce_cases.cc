@@ -221,8 +221,8 @@ void pipeline_steps(Tally *tally) {
   }
 }
 
-// More ranks than one reduction pass takes (kMaxReduceInputs): the chained path, in place
-// (own_slot) and out of place.
+// More ranks than reduce.h's kernels take inputs (kMaxReduceInputs): one pass over all of
+// them, in place and out of place.
 void many_ranks(int ranks, Tally *tally) {
   TeamUnderTest t(ranks, 2);
   const struct {
