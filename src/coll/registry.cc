@@ -14,6 +14,8 @@ std::unique_ptr<Algorithm> make_broadcast_chain(const CollArgs &args);
 std::unique_ptr<Algorithm> make_reduce_chain(const CollArgs &args);
 std::unique_ptr<Algorithm> make_alltoall_pairwise(const CollArgs &args);
 std::unique_ptr<Algorithm> make_barrier_dissemination(const CollArgs &args);
+std::unique_ptr<Algorithm> make_gather_direct(const CollArgs &args);
+std::unique_ptr<Algorithm> make_scatter_direct(const CollArgs &args);
 
 const std::vector<AlgorithmInfo> &algorithm_table() {
   static const std::vector<AlgorithmInfo> table = {
@@ -39,6 +41,10 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        make_alltoall_pairwise, kHostMemory},
       {"dissemination", Collective::kBarrier, "round k: signal rank+2^k, wait for rank-2^k",
        make_barrier_dissemination, kHostMemory},
+      {"direct", Collective::kGather, "every rank sends its block to the root; one step",
+       make_gather_direct, kHostMemory},
+      {"direct", Collective::kScatter, "the root sends block q to rank q; one step",
+       make_scatter_direct, kHostMemory},
       // GPU kernels over the local ranks' windows (src/kernels).
       {"oneshot", Collective::kAllreduce,
        "GPU: every rank pushes its input into every peer's window, then reduces all of them; "

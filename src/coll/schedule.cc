@@ -6,8 +6,8 @@
 
 namespace cohort::coll {
 namespace {
-const char *const kNames[] = {"allreduce",      "reduce",   "broadcast", "allgather",
-                              "reduce_scatter", "alltoall", "barrier"};
+const char *const kNames[] = {"allreduce", "reduce",  "broadcast", "allgather", "reduce_scatter",
+                              "alltoall",  "barrier", "gather",    "scatter"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Collective::kCount));
 }  // namespace
 
