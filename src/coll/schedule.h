@@ -64,6 +64,8 @@ enum class Collective : uint8_t {
   kBarrier,
   kGather,
   kScatter,
+  kScan,
+  kExscan,
   kCount
 };
 
@@ -84,7 +86,7 @@ constexpr MemoryKinds kAnyMemory = kHostMemory | kDeviceMemory;
 // `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
 // `count` to each rank (input size x count); alltoall: `count` to and from each rank;
 // gather: `count` from each rank (the root's output size x count); scatter: `count` to each
-// rank (the root's input size x count).
+// rank (the root's input size x count); scan, exscan: `count` elements.
 struct CollArgs {
   Collective collective = Collective::kAllreduce;
   size_t count = 0;

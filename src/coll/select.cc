@@ -47,6 +47,8 @@ const DefaultRule kDefaults[] = {
     {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
     {Collective::kGather, SIZE_MAX, 0, "direct", 0, "the root takes n-1 blocks in any shape"},
     {Collective::kScatter, SIZE_MAX, 0, "direct", 0, "the root sends n-1 blocks in any shape"},
+    {Collective::kScan, SIZE_MAX, 0, "chain", 0, "pipelined: one transfer for large messages"},
+    {Collective::kExscan, SIZE_MAX, 0, "chain", 0, "pipelined: one transfer for large messages"},
     {Collective::kAllreduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
     {Collective::kAllreduce, SIZE_MAX, 0, "twoshot", 0, "GPU: any size"},
     {Collective::kBroadcast, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},

@@ -14,7 +14,12 @@ constexpr size_t kMaxBufferBytes = size_t{1} << 56;
 
 bool reduces(coll::Collective c) {
   return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
-         c == coll::Collective::kReduceScatter;
+         c == coll::Collective::kReduceScatter || c == coll::Collective::kScan ||
+         c == coll::Collective::kExscan;
+}
+
+bool prefix(coll::Collective c) {
+  return c == coll::Collective::kScan || c == coll::Collective::kExscan;
 }
 
 bool rooted(coll::Collective c) {
@@ -32,17 +37,18 @@ bool blocked(coll::Collective c) {
 
 // Collectives with no GPU algorithm: device memory is refused by name, not by the table.
 bool host_only(coll::Collective c) {
-  return c == coll::Collective::kGather || c == coll::Collective::kScatter;
+  return c == coll::Collective::kGather || c == coll::Collective::kScatter || prefix(c);
 }
 
 // Which buffers a rank uses: the root alone reads broadcast's and scatter's input and writes
-// reduce's and gather's output.
+// reduce's and gather's output; exscan leaves rank 0's output alone.
 bool needs_src(const CollCall &c, int rank) {
   const bool root_only =
       c.collective == coll::Collective::kBroadcast || c.collective == coll::Collective::kScatter;
   return !root_only || c.root == rank;
 }
 bool needs_dst(const CollCall &c, int rank) {
+  if (c.collective == coll::Collective::kExscan) return rank != 0;
   const bool root_only =
       c.collective == coll::Collective::kReduce || c.collective == coll::Collective::kGather;
   return !root_only || c.root == rank;
@@ -101,6 +107,14 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   Status s =
       reduces(c.collective) ? coll::check_reduction(c.dtype, c.op) : coll::check_dtype(c.dtype);
   if (is_error(s)) return failf(s, "%s: %s", name, last_error().c_str());
+  // A prefix average would divide by r + 1 on rank r; MPI has no such op, and a SUM scan
+  // divided by the rank's position says what it means.
+  if (prefix(c.collective) && c.op == COHORT_AVG) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "%s: op avg has no prefix form (scan with sum and divide by rank + 1, or by "
+                 "rank for exscan)",
+                 name);
+  }
   if (rooted(c.collective) && (c.root < 0 || c.root >= info_.size)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: root=%d is outside the team (size %d)", name, c.root,
                  info_.size);

@@ -302,6 +302,11 @@ void run_case(const Case &c, std::mt19937 &rng) {
     for (int q = 1; q < n; ++q) acc = apply(c.op, acc, inputs[q][offset + i]);
     return c.op == COHORT_AVG ? acc / n : acc;
   };
+  auto prefix = [&](int last, size_t i) {  // ranks 0..last
+    Value acc = inputs[0][i];
+    for (int q = 1; q <= last; ++q) acc = apply(c.op, acc, inputs[q][i]);
+    return acc;
+  };
   for (int r = 0; r < n; ++r) {
     const SimRank &me = sim.rank(r);
     if (c.collective == Collective::kBarrier) {  // nobody leaves before everyone arrived
@@ -335,6 +340,13 @@ void run_case(const Case &c, std::mt19937 &rng) {
           break;
         case Collective::kScatter:
           ASSERT_EQ(out[i], inputs[c.root][r * c.count + i]) << "rank " << r;
+          break;
+        case Collective::kScan: ASSERT_EQ(out[i], prefix(r, i)) << "rank " << r; break;
+        case Collective::kExscan:  // rank 0's output keeps what it held
+          ASSERT_EQ(out[i], r > 0        ? prefix(r - 1, i)
+                            : c.in_place ? inputs[0][i]
+                                         : -7777)
+              << "rank " << r;
           break;
         default: break;
       }
@@ -384,6 +396,23 @@ TEST(Schedules, ReductionsMatchTheReference) {
           for (bool in_place : {false, true}) {
             int root = collective == Collective::kReduce ? (n > 2 ? n - 2 : 0) : 0;
             run_case({collective, name, n, count, op, root, in_place, 4096}, rng);
+            if (testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Prefix reductions in rank order, whatever the ring's order; no AVG (refused at the API).
+TEST(Schedules, ScansMatchTheReference) {
+  std::mt19937 rng(4321);
+  for (Collective collective : {Collective::kScan, Collective::kExscan}) {
+    for (int n : kRanks) {
+      for (size_t count : kCounts) {
+        for (cohort_op_t op : {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX}) {
+          for (bool in_place : {false, true}) {
+            run_case({collective, "chain", n, count, op, 0, in_place, 4096}, rng);
             if (testing::Test::HasFatalFailure()) return;
           }
         }
@@ -442,6 +471,9 @@ TEST(Schedules, LargeUnevenCounts) {
     run_case({Collective::kBroadcast, "chain", n, 65537, COHORT_SUM, 2, false, 8}, rng);
     run_case({Collective::kGather, "direct", n, 65537, COHORT_SUM, 1, true, 8}, rng);
     run_case({Collective::kScatter, "direct", n, 65537, COHORT_SUM, n - 1, false, 8}, rng);
+    run_case({Collective::kScan, "chain", n, 65537, COHORT_MAX, 0, true, 8}, rng);
+    run_case({Collective::kExscan, "chain", n, 65537, COHORT_SUM, 0, false, 8}, rng);
+    run_case({Collective::kExscan, "chain", n, 65537, COHORT_MIN, 0, true, 8}, rng);
     run_case({Collective::kReduceScatter, "ring", n, static_cast<size_t>(65537 / n), COHORT_SUM, 0,
               false, 8},
              rng);

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Gather and scatter (host_colls_test) against MPI under mpirun, one TAP line per run: the
-# whole matrix at 1-4 ranks, a quick one at 8 (oversubscribed) and over fake hosts (UCX).
+# Gather, scatter, scan and exscan (host_colls_test) against MPI under mpirun, one TAP line
+# per run: the whole matrix at 1-4 ranks, a quick one at 8 (oversubscribed) and over fake
+# hosts (UCX).
 # Environment: MPIRUN (default: mpirun), HOST_COLLS_TEST (default: ./host_colls_test).
 HOST_COLLS_TEST=${HOST_COLLS_TEST:-./host_colls_test}
 . "$(dirname "$0")/tap-mpirun.sh"
