@@ -307,6 +307,29 @@ COHORT_API cohort_status_t cohort_reduce_scatter(cohort_team_t team, const void 
 COHORT_API cohort_status_t cohort_alltoall(cohort_team_t team, const void *sendbuf, void *recvbuf,
                                            size_t count, cohort_dtype_t dtype);
 COHORT_API cohort_status_t cohort_barrier(cohort_team_t team);
+/* Gather: on the root, recvbuf holds size * sendcount elements, rank r's sendbuf at
+ * r * sendcount; recvbuf is only used (and may be NULL elsewhere) on the root.  In place on
+ * the root: sendbuf == recvbuf + root * sendcount elements (the other ranks pass their
+ * sendbuf as usual). */
+COHORT_API cohort_status_t cohort_gather(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                         size_t sendcount, cohort_dtype_t dtype, int root);
+/* Scatter: on the root, sendbuf holds size * recvcount elements and block r goes to rank r's
+ * recvbuf; sendbuf is only read (and may be NULL elsewhere) on the root.  In place on the
+ * root: recvbuf == sendbuf + root * recvcount elements. */
+COHORT_API cohort_status_t cohort_scatter(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                          size_t recvcount, cohort_dtype_t dtype, int root);
+/* Inclusive scan: rank r's recvbuf gets op over the sendbufs of ranks 0..r, element by
+ * element.  In place: sendbuf == recvbuf.  COHORT_AVG is refused (COHORT_ERR_INVALID_ARG):
+ * MPI has no prefix average; scan with COHORT_SUM and divide by r + 1. */
+COHORT_API cohort_status_t cohort_scan(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                       size_t count, cohort_dtype_t dtype, cohort_op_t op);
+/* Exclusive scan: rank r > 0 gets op over ranks 0..r-1.  Rank 0's recvbuf is not written
+ * (MPI leaves it undefined; here it keeps what it held, and may be NULL).  In place:
+ * sendbuf == recvbuf.  COHORT_AVG is refused as for cohort_scan. */
+COHORT_API cohort_status_t cohort_exscan(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                         size_t count, cohort_dtype_t dtype, cohort_op_t op);
+/* Gather, scatter, scan and exscan take host memory only (device memory:
+ * COHORT_ERR_NOT_SUPPORTED naming the call); they have no stream-ordered form yet. */
 
 /* Nonblocking forms: the same arguments, plus a request that cohort_request_test (returns
  * COHORT_IN_PROGRESS until done) or cohort_request_wait completes.  A team runs its posted
@@ -335,6 +358,19 @@ COHORT_API cohort_status_t cohort_alltoall_post(cohort_team_t team, const void *
                                                 void *recvbuf, size_t count, cohort_dtype_t dtype,
                                                 cohort_request_t *request);
 COHORT_API cohort_status_t cohort_barrier_post(cohort_team_t team, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_gather_post(cohort_team_t team, const void *sendbuf,
+                                              void *recvbuf, size_t sendcount, cohort_dtype_t dtype,
+                                              int root, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_scatter_post(cohort_team_t team, const void *sendbuf,
+                                               void *recvbuf, size_t recvcount,
+                                               cohort_dtype_t dtype, int root,
+                                               cohort_request_t *request);
+COHORT_API cohort_status_t cohort_scan_post(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                            size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                            cohort_request_t *request);
+COHORT_API cohort_status_t cohort_exscan_post(cohort_team_t team, const void *sendbuf,
+                                              void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                              cohort_op_t op, cohort_request_t *request);
 COHORT_API cohort_status_t cohort_request_test(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_wait(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);

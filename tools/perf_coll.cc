@@ -14,6 +14,8 @@ bool reduces(Collective c) {
 
 bool rooted(Collective c) { return c == Collective::kReduce || c == Collective::kBroadcast; }
 
+bool measured(Collective c) { return c <= Collective::kBarrier; }
+
 bool parse_collective(std::string_view name, Collective *out) {
   std::string canonical(name);
   for (char &ch : canonical) {
@@ -21,7 +23,7 @@ bool parse_collective(std::string_view name, Collective *out) {
   }
   if (canonical == "bcast") canonical = "broadcast";
   if (canonical == "reducescatter") canonical = "reduce_scatter";
-  return coll::collective_from_name(canonical.c_str(), out);
+  return coll::collective_from_name(canonical.c_str(), out) && measured(*out);
 }
 
 double busbw_factor(Collective c, int ranks) {

@@ -18,7 +18,12 @@ using coll::Collective;
 bool reduces(Collective c);  // allreduce, reduce, reduce_scatter
 bool rooted(Collective c);   // reduce, broadcast
 
-// A name from coll::collective_name(), or "bcast", "reduce-scatter", "reducescatter".
+// The collectives cohort_perf measures: allreduce through barrier (not yet gather, scatter
+// and the scans, which nccl-tests has no shapes for).
+bool measured(Collective c);
+
+// A measured collective's name from coll::collective_name(), or "bcast", "reduce-scatter",
+// "reducescatter".
 bool parse_collective(std::string_view name, Collective *out);
 
 // busbw = algbw * factor: what each rank's link carries, as nccl-tests' PERFORMANCE.md defines

@@ -72,7 +72,7 @@ bool parse_collectives(std::string_view list, std::vector<Collective> *out) {
     Collective c;
     if (name == "all") {
       for (int k = 0; k < static_cast<int>(Collective::kCount); ++k) {
-        add.push_back(static_cast<Collective>(k));
+        if (measured(static_cast<Collective>(k))) add.push_back(static_cast<Collective>(k));
       }
     } else if (parse_collective(name, &c)) {
       add.push_back(c);

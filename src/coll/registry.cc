@@ -14,6 +14,10 @@ std::unique_ptr<Algorithm> make_broadcast_chain(const CollArgs &args);
 std::unique_ptr<Algorithm> make_reduce_chain(const CollArgs &args);
 std::unique_ptr<Algorithm> make_alltoall_pairwise(const CollArgs &args);
 std::unique_ptr<Algorithm> make_barrier_dissemination(const CollArgs &args);
+std::unique_ptr<Algorithm> make_gather_direct(const CollArgs &args);
+std::unique_ptr<Algorithm> make_scatter_direct(const CollArgs &args);
+std::unique_ptr<Algorithm> make_scan_chain(const CollArgs &args);
+std::unique_ptr<Algorithm> make_exscan_chain(const CollArgs &args);
 
 const std::vector<AlgorithmInfo> &algorithm_table() {
   static const std::vector<AlgorithmInfo> table = {
@@ -39,6 +43,18 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        make_alltoall_pairwise, kHostMemory},
       {"dissemination", Collective::kBarrier, "round k: signal rank+2^k, wait for rank-2^k",
        make_barrier_dissemination, kHostMemory},
+      {"direct", Collective::kGather, "every rank sends its block to the root; one step",
+       make_gather_direct, kHostMemory},
+      {"direct", Collective::kScatter, "the root sends block q to rank q; one step",
+       make_scatter_direct, kHostMemory},
+      {"chain", Collective::kScan,
+       "pipelined chain in rank order: rank r adds its input to the prefix of 0..r-1 and "
+       "passes it on",
+       make_scan_chain, kHostMemory},
+      {"chain", Collective::kExscan,
+       "pipelined chain in rank order: rank r keeps the prefix of 0..r-1 and passes it on with "
+       "its input added",
+       make_exscan_chain, kHostMemory},
       // GPU kernels over the local ranks' windows (src/kernels).
       {"oneshot", Collective::kAllreduce,
        "GPU: every rank pushes its input into every peer's window, then reduces all of them; "

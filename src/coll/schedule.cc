@@ -7,7 +7,8 @@
 namespace cohort::coll {
 namespace {
 const char *const kNames[] = {"allreduce",      "reduce",   "broadcast", "allgather",
-                              "reduce_scatter", "alltoall", "barrier"};
+                              "reduce_scatter", "alltoall", "barrier",   "gather",
+                              "scatter",        "scan",     "exscan"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Collective::kCount));
 }  // namespace
 

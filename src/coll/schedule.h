@@ -62,6 +62,10 @@ enum class Collective : uint8_t {
   kReduceScatter,
   kAlltoall,
   kBarrier,
+  kGather,
+  kScatter,
+  kScan,
+  kExscan,
   kCount
 };
 
@@ -80,13 +84,15 @@ constexpr MemoryKinds kAnyMemory = kHostMemory | kDeviceMemory;
 
 // What one rank calls.  Counts are per the usual definitions: allreduce/reduce/broadcast:
 // `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
-// `count` to each rank (input size x count); alltoall: `count` to and from each rank.
+// `count` to each rank (input size x count); alltoall: `count` to and from each rank;
+// gather: `count` from each rank (the root's output size x count); scatter: `count` to each
+// rank (the root's input size x count); scan, exscan: `count` elements.
 struct CollArgs {
   Collective collective = Collective::kAllreduce;
   size_t count = 0;
   cohort_op_t op = COHORT_SUM;
   int root = 0;
-  bool in_place = false;
+  bool in_place = false;  // gather, scatter: only ever on the root (the others have one buffer)
   int rank = 0;
   int size = 1;
   size_t elem_size = 1;  // bytes per element: pipelined algorithms size their pieces by it

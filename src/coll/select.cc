@@ -45,6 +45,10 @@ const DefaultRule kDefaults[] = {
     {Collective::kReduceScatter, SIZE_MAX, 0, "ring", 0, ""},
     {Collective::kAlltoall, SIZE_MAX, 0, "pairwise", 0, ""},
     {Collective::kBarrier, SIZE_MAX, 0, "dissemination", 0, ""},
+    {Collective::kGather, SIZE_MAX, 0, "direct", 0, "the root takes n-1 blocks in any shape"},
+    {Collective::kScatter, SIZE_MAX, 0, "direct", 0, "the root sends n-1 blocks in any shape"},
+    {Collective::kScan, SIZE_MAX, 0, "chain", 0, "pipelined: one transfer for large messages"},
+    {Collective::kExscan, SIZE_MAX, 0, "chain", 0, "pipelined: one transfer for large messages"},
     {Collective::kAllreduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
     {Collective::kAllreduce, SIZE_MAX, 0, "twoshot", 0, "GPU: any size"},
     {Collective::kBroadcast, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
@@ -59,6 +63,14 @@ const DefaultRule kDefaults[] = {
     {Collective::kAlltoall, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
     {Collective::kBarrier, SIZE_MAX, 0, "flags", 0, "GPU: one handshake"},
 };
+
+std::string collective_names() {
+  std::string names;
+  for (int c = 0; c < static_cast<int>(Collective::kCount); ++c) {
+    names += (c == 0 ? "" : ", ") + std::string(collective_name(static_cast<Collective>(c)));
+  }
+  return names;
+}
 
 std::string names_of(Collective c) {
   std::string names;
@@ -158,9 +170,7 @@ Status parse_rule(std::string_view rule, SelectRule *out) {
   std::string collective(trim(head.substr(0, at)));
   if (!collective_from_name(collective.c_str(), &out->collective) ||
       out->collective == Collective::kCount) {
-    return bad_rule(rule, "unknown collective '" + collective +
-                              "' (allreduce, reduce, broadcast, allgather, reduce_scatter, "
-                              "alltoall, barrier)");
+    return bad_rule(rule, "unknown collective '" + collective + "' (" + collective_names() + ")");
   }
   if (at != std::string_view::npos && !parse_memory_kinds(head.substr(at + 1), &out->memory)) {
     return bad_rule(rule, "'" + std::string(head.substr(at + 1)) +

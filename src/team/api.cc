@@ -529,6 +529,27 @@ cohort_status_t cohort_barrier(cohort_team_t handle) {
   return COHORT_RUN("cohort_barrier", kBarrier, nullptr, nullptr, 0, COHORT_INT8, COHORT_SUM, 0);
 }
 
+cohort_status_t cohort_gather(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                              size_t sendcount, cohort_dtype_t dtype, int root) {
+  return COHORT_RUN("cohort_gather", kGather, sendbuf, recvbuf, sendcount, dtype, COHORT_SUM, root);
+}
+
+cohort_status_t cohort_scatter(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                               size_t recvcount, cohort_dtype_t dtype, int root) {
+  return COHORT_RUN("cohort_scatter", kScatter, sendbuf, recvbuf, recvcount, dtype, COHORT_SUM,
+                    root);
+}
+
+cohort_status_t cohort_scan(cohort_team_t handle, const void *sendbuf, void *recvbuf, size_t count,
+                            cohort_dtype_t dtype, cohort_op_t op) {
+  return COHORT_RUN("cohort_scan", kScan, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+cohort_status_t cohort_exscan(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                              size_t count, cohort_dtype_t dtype, cohort_op_t op) {
+  return COHORT_RUN("cohort_exscan", kExscan, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
 COHORT_TEAM_QUERY(cohort_team_init_report, cohort_init_report_t, report, t.report)
 
 cohort_status_t cohort_team_init_report_format(cohort_team_t handle, char *buf, size_t len) {
@@ -586,6 +607,32 @@ cohort_status_t cohort_alltoall_post(cohort_team_t handle, const void *sendbuf, 
 cohort_status_t cohort_barrier_post(cohort_team_t handle, cohort_request_t *request) {
   return COHORT_POSTED("cohort_barrier_post", kBarrier, nullptr, nullptr, 0, COHORT_INT8,
                        COHORT_SUM, 0);
+}
+
+cohort_status_t cohort_gather_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                   size_t sendcount, cohort_dtype_t dtype, int root,
+                                   cohort_request_t *request) {
+  return COHORT_POSTED("cohort_gather_post", kGather, sendbuf, recvbuf, sendcount, dtype,
+                       COHORT_SUM, root);
+}
+
+cohort_status_t cohort_scatter_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, cohort_dtype_t dtype, int root,
+                                    cohort_request_t *request) {
+  return COHORT_POSTED("cohort_scatter_post", kScatter, sendbuf, recvbuf, recvcount, dtype,
+                       COHORT_SUM, root);
+}
+
+cohort_status_t cohort_scan_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                 size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                 cohort_request_t *request) {
+  return COHORT_POSTED("cohort_scan_post", kScan, sendbuf, recvbuf, count, dtype, op, 0);
+}
+
+cohort_status_t cohort_exscan_post(cohort_team_t handle, const void *sendbuf, void *recvbuf,
+                                   size_t count, cohort_dtype_t dtype, cohort_op_t op,
+                                   cohort_request_t *request) {
+  return COHORT_POSTED("cohort_exscan_post", kExscan, sendbuf, recvbuf, count, dtype, op, 0);
 }
 
 cohort_status_t cohort_request_test(cohort_request_t handle) {

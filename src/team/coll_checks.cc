@@ -14,17 +14,44 @@ constexpr size_t kMaxBufferBytes = size_t{1} << 56;
 
 bool reduces(coll::Collective c) {
   return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
-         c == coll::Collective::kReduceScatter;
+         c == coll::Collective::kReduceScatter || c == coll::Collective::kScan ||
+         c == coll::Collective::kExscan;
+}
+
+bool prefix(coll::Collective c) {
+  return c == coll::Collective::kScan || c == coll::Collective::kExscan;
 }
 
 bool rooted(coll::Collective c) {
-  return c == coll::Collective::kReduce || c == coll::Collective::kBroadcast;
+  return c == coll::Collective::kReduce || c == coll::Collective::kBroadcast ||
+         c == coll::Collective::kGather || c == coll::Collective::kScatter;
 }
 
-// Collectives whose larger buffer holds a block per rank.
+// Collectives whose larger buffer holds a block per rank (gather's and scatter's on the root;
+// checked on every rank so that every rank refuses alike).
 bool blocked(coll::Collective c) {
   return c == coll::Collective::kAllgather || c == coll::Collective::kReduceScatter ||
-         c == coll::Collective::kAlltoall;
+         c == coll::Collective::kAlltoall || c == coll::Collective::kGather ||
+         c == coll::Collective::kScatter;
+}
+
+// Collectives with no GPU algorithm: device memory is refused by name, not by the table.
+bool host_only(coll::Collective c) {
+  return c == coll::Collective::kGather || c == coll::Collective::kScatter || prefix(c);
+}
+
+// Which buffers a rank uses: the root alone reads broadcast's and scatter's input and writes
+// reduce's and gather's output; exscan leaves rank 0's output alone.
+bool needs_src(const CollCall &c, int rank) {
+  const bool root_only =
+      c.collective == coll::Collective::kBroadcast || c.collective == coll::Collective::kScatter;
+  return !root_only || c.root == rank;
+}
+bool needs_dst(const CollCall &c, int rank) {
+  if (c.collective == coll::Collective::kExscan) return rank != 0;
+  const bool root_only =
+      c.collective == coll::Collective::kReduce || c.collective == coll::Collective::kGather;
+  return !root_only || c.root == rank;
 }
 
 // The most host-like kind that still describes both buffers (device beats managed beats
@@ -44,7 +71,8 @@ Status call_memory(const char *what, const void *src, const void *dst, cohort_me
 }
 
 // NCCL's in-place conventions: the same buffer, or for allgather / reduce-scatter the rank's
-// block of the larger one.
+// block of the larger one, for gather / scatter the root's block of the root's larger one
+// (the other ranks have one buffer).
 bool in_place(const CollCall &c, int rank, size_t elem) {
   const char *s = static_cast<const char *>(c.src);
   const char *d = static_cast<const char *>(c.dst);
@@ -53,6 +81,8 @@ bool in_place(const CollCall &c, int rank, size_t elem) {
   switch (c.collective) {
     case coll::Collective::kAllgather: return s == d + block;
     case coll::Collective::kReduceScatter: return d == s + block;
+    case coll::Collective::kGather: return rank == c.root && s == d + block;
+    case coll::Collective::kScatter: return rank == c.root && d == s + block;
     default: return s == d;
   }
 }
@@ -77,6 +107,14 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   Status s =
       reduces(c.collective) ? coll::check_reduction(c.dtype, c.op) : coll::check_dtype(c.dtype);
   if (is_error(s)) return failf(s, "%s: %s", name, last_error().c_str());
+  // A prefix average would divide by r + 1 on rank r; MPI has no such op, and a SUM scan
+  // divided by the rank's position says what it means.
+  if (prefix(c.collective) && c.op == COHORT_AVG) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "%s: op avg has no prefix form (scan with sum and divide by rank + 1, or by "
+                 "rank for exscan)",
+                 name);
+  }
   if (rooted(c.collective) && (c.root < 0 || c.root >= info_.size)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: root=%d is outside the team (size %d)", name, c.root,
                  info_.size);
@@ -97,14 +135,19 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   args->ring_positions = &info_.plan.ring_position;
   args->node_of_rank = &info_.layout.node_of_rank;
   if (c.collective == coll::Collective::kBarrier || c.count == 0) return COHORT_SUCCESS;
-  const bool needs_src = c.collective != coll::Collective::kBroadcast || c.root == info_.rank;
-  const bool needs_dst = c.collective != coll::Collective::kReduce || c.root == info_.rank;
-  if ((needs_src && c.src == nullptr) || (needs_dst && c.dst == nullptr)) {
+  const bool src_used = needs_src(c, info_.rank), dst_used = needs_dst(c, info_.rank);
+  if ((src_used && c.src == nullptr) || (dst_used && c.dst == nullptr)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", name,
-                 needs_src && c.src == nullptr ? "sendbuf" : "recvbuf", c.count);
+                 src_used && c.src == nullptr ? "sendbuf" : "recvbuf", c.count);
   }
   args->in_place = in_place(c, info_.rank, elem);
-  return call_memory(name, needs_src ? c.src : nullptr, needs_dst ? c.dst : nullptr, &args->memory);
+  s = call_memory(name, src_used ? c.src : nullptr, dst_used ? c.dst : nullptr, &args->memory);
+  if (is_error(s) || !host_only(c.collective) || args->memory != COHORT_MEMORY_CUDA_DEVICE)
+    return s;
+  return failf(COHORT_ERR_NOT_SUPPORTED,
+               "%s on GPU device memory: not supported (cohort_%s takes host memory: pageable, "
+               "pinned or managed)",
+               name, name);
 }
 
 }  // namespace cohort

@@ -214,6 +214,7 @@ std::string describe(const Case &c) {
 size_t in_size(const Case &c) {
   switch (c.collective) {
     case Collective::kReduceScatter:
+    case Collective::kScatter:  // the root's; the others' is left unread
     case Collective::kAlltoall: return c.count * c.n;
     default: return c.count;
   }
@@ -221,9 +222,17 @@ size_t in_size(const Case &c) {
 size_t out_size(const Case &c) {
   switch (c.collective) {
     case Collective::kAllgather:
+    case Collective::kGather:  // the root's; the others' is left unwritten
     case Collective::kAlltoall: return c.count * c.n;
     default: return c.count;
   }
+}
+
+// Gather and scatter are in place on the root only (the others have one buffer).
+bool in_place_on(const Case &c, int r) {
+  const bool rooted_blocks =
+      c.collective == Collective::kGather || c.collective == Collective::kScatter;
+  return c.in_place && (!rooted_blocks || r == c.root);
 }
 
 void run_case(const Case &c, std::mt19937 &rng) {
@@ -254,13 +263,15 @@ void run_case(const Case &c, std::mt19937 &rng) {
     buffers[r] = inputs[r];
     me.src = &buffers[r];
     me.dst = &outputs[r];
-    if (c.in_place) {
+    if (in_place_on(c, r)) {
       switch (c.collective) {
+        case Collective::kGather:     // the root's block already in its slot of the output
         case Collective::kAllgather:  // own block already in its slot of the output
           std::copy(inputs[r].begin(), inputs[r].end(), outputs[r].begin() + r * c.count);
           me.src = &outputs[r];
           me.src_base = r * c.count;
           break;
+        case Collective::kScatter:        // output = the root's block of the input
         case Collective::kReduceScatter:  // output = the rank's block of the input
           me.dst = &buffers[r];
           me.dst_base = r * c.count;
@@ -273,7 +284,7 @@ void run_case(const Case &c, std::mt19937 &rng) {
     args.count = c.count;
     args.op = c.op;
     args.root = c.root;
-    args.in_place = c.in_place;
+    args.in_place = in_place_on(c, r);
     args.rank = r;
     args.size = n;
     args.elem_size = c.elem_size;
@@ -290,6 +301,11 @@ void run_case(const Case &c, std::mt19937 &rng) {
     Value acc = inputs[0][offset + i];
     for (int q = 1; q < n; ++q) acc = apply(c.op, acc, inputs[q][offset + i]);
     return c.op == COHORT_AVG ? acc / n : acc;
+  };
+  auto prefix = [&](int last, size_t i) {  // ranks 0..last
+    Value acc = inputs[0][i];
+    for (int q = 1; q <= last; ++q) acc = apply(c.op, acc, inputs[q][i]);
+    return acc;
   };
   for (int r = 0; r < n; ++r) {
     const SimRank &me = sim.rank(r);
@@ -317,13 +333,30 @@ void run_case(const Case &c, std::mt19937 &rng) {
         case Collective::kAlltoall:
           for (int q = 0; q < n; ++q) ASSERT_EQ(out[q * c.count + i], inputs[q][r * c.count + i]);
           break;
+        case Collective::kGather:
+          if (r == c.root) {
+            for (int q = 0; q < n; ++q) ASSERT_EQ(out[q * c.count + i], inputs[q][i]) << "q " << q;
+          }
+          break;
+        case Collective::kScatter:
+          ASSERT_EQ(out[i], inputs[c.root][r * c.count + i]) << "rank " << r;
+          break;
+        case Collective::kScan: ASSERT_EQ(out[i], prefix(r, i)) << "rank " << r; break;
+        case Collective::kExscan:  // rank 0's output keeps what it held
+          ASSERT_EQ(out[i], r > 0        ? prefix(r - 1, i)
+                            : c.in_place ? inputs[0][i]
+                                         : -7777)
+              << "rank " << r;
+          break;
         default: break;
       }
     }
-    if (c.collective == Collective::kReduce && r != c.root && !c.in_place) {
+    const bool root_output =
+        c.collective == Collective::kReduce || c.collective == Collective::kGather;
+    if (root_output && r != c.root && !in_place_on(c, r)) {
       for (Value v : outputs[r]) ASSERT_EQ(v, -7777) << "non-root output written";
     }
-    if (!c.in_place) {
+    if (!in_place_on(c, r)) {
       ASSERT_EQ(buffers[r], inputs[r]) << "input modified on rank " << r;
     }
   }
@@ -371,13 +404,29 @@ TEST(Schedules, ReductionsMatchTheReference) {
   }
 }
 
+// Prefix reductions in rank order, whatever the ring's order; no AVG (refused at the API).
+TEST(Schedules, ScansMatchTheReference) {
+  std::mt19937 rng(4321);
+  for (Collective collective : {Collective::kScan, Collective::kExscan}) {
+    for (int n : kRanks) {
+      for (size_t count : kCounts) {
+        for (cohort_op_t op : {COHORT_SUM, COHORT_PROD, COHORT_MIN, COHORT_MAX}) {
+          for (bool in_place : {false, true}) {
+            run_case({collective, "chain", n, count, op, 0, in_place, 4096}, rng);
+            if (testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Schedules, DataMovementMatchesTheReference) {
   std::mt19937 rng(99);
   const std::pair<Collective, const char *> algorithms[] = {
-      {Collective::kAllgather, "ring"},
-      {Collective::kBroadcast, "chain"},
-      {Collective::kAlltoall, "pairwise"},
-      {Collective::kBarrier, "dissemination"}};
+      {Collective::kAllgather, "ring"},    {Collective::kBroadcast, "chain"},
+      {Collective::kAlltoall, "pairwise"}, {Collective::kBarrier, "dissemination"},
+      {Collective::kGather, "direct"},     {Collective::kScatter, "direct"}};
   for (auto [collective, name] : algorithms) {
     for (int n : kRanks) {
       for (size_t count : kCounts) {
@@ -420,6 +469,11 @@ TEST(Schedules, LargeUnevenCounts) {
     run_case({Collective::kAllreduce, "ring", n, 65537, COHORT_SUM, 0, false, 8}, rng);
     run_case({Collective::kReduce, "chain", n, 65537, COHORT_MAX, 1, true, 8}, rng);
     run_case({Collective::kBroadcast, "chain", n, 65537, COHORT_SUM, 2, false, 8}, rng);
+    run_case({Collective::kGather, "direct", n, 65537, COHORT_SUM, 1, true, 8}, rng);
+    run_case({Collective::kScatter, "direct", n, 65537, COHORT_SUM, n - 1, false, 8}, rng);
+    run_case({Collective::kScan, "chain", n, 65537, COHORT_MAX, 0, true, 8}, rng);
+    run_case({Collective::kExscan, "chain", n, 65537, COHORT_SUM, 0, false, 8}, rng);
+    run_case({Collective::kExscan, "chain", n, 65537, COHORT_MIN, 0, true, 8}, rng);
     run_case({Collective::kReduceScatter, "ring", n, static_cast<size_t>(65537 / n), COHORT_SUM, 0,
               false, 8},
              rng);

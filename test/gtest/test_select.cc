@@ -29,6 +29,13 @@ TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) 
   EXPECT_EQ(chosen(s, Collective::kBroadcast, 1 << 30), "chain");
   EXPECT_EQ(chosen(s, Collective::kAlltoall, 0), "pairwise");
   EXPECT_EQ(chosen(s, Collective::kBarrier, 0), "dissemination");
+  for (Collective c :
+       {Collective::kGather, Collective::kScatter, Collective::kScan, Collective::kExscan}) {
+    const bool scan = c == Collective::kScan || c == Collective::kExscan;
+    EXPECT_EQ(chosen(s, c, 8), scan ? "chain" : "direct") << collective_name(c);
+    EXPECT_EQ(chosen(s, c, 1 << 30, 64, 4), scan ? "chain" : "direct") << collective_name(c);
+    EXPECT_EQ(chosen(s, c, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)") << "no GPU algorithm";
+  }
 }
 
 TEST(Selection, OverridesWinOverDefaultsAndLaterRulesOverEarlierOnes) {
@@ -115,6 +122,11 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
   } cases[] = {
       {"allreduce", "no '='"},
       {"allreduse=ring", "unknown collective 'allreduse'"},
+      {"gathr=direct",
+       "(allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, "
+       "barrier, gather, scatter, scan, exscan)"},
+      {"gather@cuda-device=direct", "direct runs on host+cuda-host+cuda-managed memory only"},
+      {"scatter=direct*2", "scatter direct runs on one channel only"},
       {"allreduce=tree",
        "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
