@@ -246,9 +246,10 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   const bool capturing = capture != cudaStreamCaptureStatusNone;
   if (!is_error(s)) s = order_after_last(target, capturing);
   if (!is_error(s)) s = launch_call(team_, local_ranks_, call, target);
-  if (is_error(s) && s != COHORT_ERR_INVALID_ARG) {
+  if (is_error(s) && s != COHORT_ERR_INVALID_ARG && s != COHORT_ERR_NOT_SUPPORTED) {
     // A rank that launched nothing would make its peers take its next call's data for this
-    // one's: the team stops on every rank instead.
+    // one's: the team stops on every rank instead (a refused call is refused on every rank,
+    // from the same arguments, and launches nothing anywhere).
     const std::string why = last_error();
     abort();
     return fail(s, why);

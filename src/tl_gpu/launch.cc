@@ -14,14 +14,16 @@ namespace {
 namespace k = cohort::kernels;
 using coll::Collective;
 
-k::CollKind kind_of(Collective c) {
+// The kernels' kind of a collective; false for one without GPU kernels.
+bool kind_of(Collective c, k::CollKind *kind) {
   switch (c) {
-    case Collective::kBroadcast: return k::CollKind::kBroadcast;
-    case Collective::kReduce: return k::CollKind::kReduce;
-    case Collective::kAllgather: return k::CollKind::kAllgather;
-    case Collective::kReduceScatter: return k::CollKind::kReduceScatter;
-    case Collective::kAlltoall: return k::CollKind::kAlltoall;
-    default: return k::CollKind::kBarrier;
+    case Collective::kBroadcast: *kind = k::CollKind::kBroadcast; return true;
+    case Collective::kReduce: *kind = k::CollKind::kReduce; return true;
+    case Collective::kAllgather: *kind = k::CollKind::kAllgather; return true;
+    case Collective::kReduceScatter: *kind = k::CollKind::kReduceScatter; return true;
+    case Collective::kAlltoall: *kind = k::CollKind::kAlltoall; return true;
+    case Collective::kBarrier: *kind = k::CollKind::kBarrier; return true;
+    default: return false;
   }
 }
 
@@ -61,8 +63,11 @@ Status launch_allreduce(const k::DeviceTeam &team, const tl::DeviceCall &call,
 Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
                     const tl::DeviceCall &call, cudaStream_t stream) {
   k::CollArgs args;
+  if (!kind_of(call.collective, &args.kind)) {
+    return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: no GPU kernel for it",
+                 coll::collective_name(call.collective));
+  }
   args.team = team;
-  args.kind = kind_of(call.collective);
   args.src = call.src;
   args.dst = call.dst;
   args.count = call.count;
