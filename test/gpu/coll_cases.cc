@@ -319,6 +319,44 @@ void many_ranks(int ranks, Tally *tally) {
   run_calls(ranks, 2, calls, 3000 + ranks, tally);
 }
 
+// Rank 1 never makes the call: every other rank's kernel of every kind and algorithm ends at
+// the timeout (its own, or a peer's that reached it first), names rank 1 as the one waited
+// for, and every window holds a stop word.
+void absent_rank(Tally *tally) {
+  constexpr int kRanks = 3, kAbsent = 1;
+  for (CollKind kind : {CollKind::kBroadcast, CollKind::kReduce, CollKind::kAllgather,
+                        CollKind::kReduceScatter, CollKind::kAlltoall, CollKind::kBarrier}) {
+    for (CollAlgo algo : kAlgos) {
+      tally->count_case();
+      EmulTeam team(kRanks, 2, 300'000'000);
+      const Call call{
+          kind, algo, DType::kFloat32, RedOp::kSum, kind == CollKind::kBarrier ? size_t{0} : 3000,
+          0,    false};
+      const CallData data(call, kRanks, 77);
+      std::vector<cudaError_t> status(kRanks, cudaSuccess);
+      team.run(
+          [&](int rank) {
+            if (rank != kAbsent)
+              status[rank] = kernels::launch_collective(data.args(team, rank), nullptr);
+          },
+          30);
+      const std::string name = "absent rank: " + describe(call, kRanks);
+      for (int r = 0; r < kRanks; ++r) {
+        const std::string at = name + " rank " + std::to_string(r) + ": ";
+        if (team.stop_word(r) == 0) tally->fail(at + "no stop word in its window");
+        if (r == kAbsent) continue;
+        const kernels::DeviceFault f = team.fault(r);
+        const bool stopped =
+            f.reason == kernels::kStopTimeout || f.reason == kernels::kStopPeerTimeout;
+        if (status[r] != cudaSuccess || !stopped || f.peer != kAbsent) {
+          tally->fail(at + "fault reason " + std::to_string(f.reason) + " peer " +
+                      std::to_string(f.peer) + ", want a timeout waiting for rank 1");
+        }
+      }
+    }
+  }
+}
+
 // Arguments outside launch_collective's contract launch nothing.
 void invalid_arguments(Tally *tally) {
   EmulTeam team(3);
@@ -367,6 +405,7 @@ void invalid_arguments(Tally *tally) {
 
 void run_collective_cases(const Options &options, Tally *tally) {
   invalid_arguments(tally);
+  absent_rank(tally);
   for (int ranks : {1, 2, 3, 4}) small_calls(ranks, options, tally);
   for (int ranks : {2, 3}) larger_calls(ranks, tally);
   if (options.full) larger_calls(4, tally);
