@@ -29,7 +29,8 @@ inline constexpr int kNumDTypes = 10;
 enum class RedOp : int { kSum = 0, kProd, kMin, kMax, kAvg };
 inline constexpr int kNumRedOps = 5;
 
-// The most inputs one reduction combines (a local buffer and up to 7 peers').
+// The most inputs one launch of reduce.h takes (its kernels' parameter holds the pointers);
+// the collective kernels reduce every local rank's input in one pass, up to kMaxLocalRanks.
 inline constexpr int kMaxReduceInputs = 8;
 
 constexpr size_t dtype_size(DType dtype) {
