@@ -125,6 +125,19 @@ COHORT_API cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kin
 /* "host", "cuda-host", "cuda-managed", "cuda-device"; "invalid" for other values. */
 COHORT_API const char *cohort_memory_kind_name(cohort_memory_kind_t kind);
 
+/* How many CUDA devices this process can use (0 without an NVIDIA driver or device). */
+COHORT_API cohort_status_t cohort_cuda_device_count(int *count);
+
+/* Staging memory for callers that must move device buffers through the host (the Open MPI
+ * component does, for calls it cannot run on the GPU).  cohort_host_alloc gives page-locked
+ * memory (cuMemHostAlloc, portable) when the calling thread has a CUDA context, ordinary
+ * memory otherwise; free it with cohort_host_free.  cohort_memcpy copies between any two
+ * kinds (the CUDA driver's cuMemcpy when either side is device or managed memory, memcpy
+ * otherwise) and returns when the copy is done. */
+COHORT_API cohort_status_t cohort_host_alloc(size_t bytes, void **ptr);
+COHORT_API cohort_status_t cohort_host_free(void *ptr);
+COHORT_API cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes);
+
 /* ------------------------------------------------------------ out-of-band */
 
 /* A generic out-of-band allgather, as UCC's ucc_oob_coll: Cohort calls allgather() with

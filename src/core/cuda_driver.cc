@@ -25,12 +25,6 @@ using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t
 using CuCtxGetCurrent = CuResult (*)(void **);
 using CuDriverGetVersion = CuResult (*)(int *);
 
-// libcuda.so.1, loaded once; nullptr on a machine without an NVIDIA driver.
-void *driver_library() {
-  static void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  return lib;
-}
-
 class HostOnly final : public MemoryKindDetector {
  public:
   cohort_memory_kind_t kind_of(const void *) override { return COHORT_MEMORY_HOST; }
@@ -89,11 +83,32 @@ MemoryKindDetector *g_injected = nullptr;
 
 }  // namespace
 
+void *driver_library() {
+  static void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  return lib;
+}
+
 MemoryKindDetector &memory_kind_detector() {
   return g_injected != nullptr ? *g_injected : default_detector();
 }
 
 void set_memory_kind_detector(MemoryKindDetector *detector) { g_injected = detector; }
+
+int cuda_device_count() {
+  static const int count = [] {
+    void *lib = driver_library();
+    if (lib == nullptr) return 0;
+    auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
+    auto get = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
+    int devices = 0;
+    if (init == nullptr || get == nullptr || init(0) != kCudaSuccess ||
+        get(&devices) != kCudaSuccess) {
+      return 0;
+    }
+    return devices;
+  }();
+  return count;
+}
 
 int cuda_driver_version() {
   void *lib = driver_library();
@@ -121,6 +136,12 @@ const char *cohort_memory_kind_name(cohort_memory_kind_t kind) {
     case COHORT_MEMORY_CUDA_DEVICE: return "cuda-device";
     default: return "invalid";
   }
+}
+
+cohort_status_t cohort_cuda_device_count(int *count) {
+  if (count == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "count (output) is NULL");
+  *count = cohort::cuda_device_count();
+  return COHORT_SUCCESS;
 }
 
 }  // extern "C"

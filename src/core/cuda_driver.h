@@ -25,6 +25,12 @@ MemoryKindDetector &memory_kind_detector();
 // Replaces the detector (tests); nullptr restores the default.  Not thread-safe.
 void set_memory_kind_detector(MemoryKindDetector *detector);
 
+// libcuda.so.1, loaded once; nullptr on a machine without an NVIDIA driver.
+void *driver_library();
+
+// CUDA devices visible to this process (cuDeviceGetCount), 0 without a driver; asked once.
+int cuda_device_count();
+
 // The CUDA version the installed driver supports (cuDriverGetVersion: 12040 for 12.4), or 0
 // when libcuda.so.1 is absent (no NVIDIA driver).
 int cuda_driver_version();

@@ -27,25 +27,39 @@ typedef struct coll_cohort_params {
   const char *collectives; /* comma-separated names, or "all" */
   double init_timeout;     /* seconds: the team's creation phases wait this long for peers, and
                               the first collective says every this often that a rank is missing */
+  bool uniform_memory;     /* true: every rank passes the same kind of memory to each call, so
+                              blocking calls skip the agreement on it (see entry.cc) */
 } coll_cohort_params_t;
 
 #define COLL_COHORT_PARAMS_DEFAULT \
-  { true, 40, 0, false, "all", 300.0 }
+  { true, 40, 0, false, "all", 300.0, false }
 
 /* Where the logic's messages go: level 0 is a warning (always shown), 1-3 the verbose levels
  * of coll_cohort_verbose.  The glue writes them to its opal_output stream. */
 typedef void (*coll_cohort_output_fn_t)(int level, const char *text);
 
-/* Bits of coll_cohort_configure()'s result: which collectives the module offers. */
-enum {
-  COLL_COHORT_ALLREDUCE = 1 << 0,
-  COLL_COHORT_BCAST = 1 << 1,
-  COLL_COHORT_REDUCE = 1 << 2,
-  COLL_COHORT_ALLGATHER = 1 << 3,
-  COLL_COHORT_REDUCE_SCATTER_BLOCK = 1 << 4,
-  COLL_COHORT_ALLTOALL = 1 << 5,
-  COLL_COHORT_BARRIER = 1 << 6
-};
+/* The collectives, as MPI-3.1 names them on intra-communicators; each also stands for its
+ * nonblocking form (MPI_Iallreduce, ...).  coll_cohort_configure()'s result has bit
+ * (1 << kind) set for each collective the module offers. */
+typedef enum coll_cohort_kind {
+  COLL_COHORT_ALLREDUCE,
+  COLL_COHORT_BCAST,
+  COLL_COHORT_REDUCE,
+  COLL_COHORT_ALLGATHER,
+  COLL_COHORT_ALLGATHERV,
+  COLL_COHORT_REDUCE_SCATTER_BLOCK,
+  COLL_COHORT_REDUCE_SCATTER,
+  COLL_COHORT_ALLTOALL,
+  COLL_COHORT_ALLTOALLV,
+  COLL_COHORT_BARRIER,
+  COLL_COHORT_GATHER,
+  COLL_COHORT_GATHERV,
+  COLL_COHORT_SCATTER,
+  COLL_COHORT_SCATTERV,
+  COLL_COHORT_SCAN,
+  COLL_COHORT_EXSCAN,
+  COLL_COHORT_NUM_KINDS
+} coll_cohort_kind_t;
 
 /* Called once, at component open: keeps the parameters and the output function (NULL:
  * stderr) and returns the collectives to offer (an unknown name in `collectives` is warned
@@ -64,20 +78,56 @@ coll_cohort_comm_t *coll_cohort_comm_new(MPI_Comm comm);
 /* At the communicator's end: destroys its team and reports (verbose >= 1). */
 void coll_cohort_comm_free(coll_cohort_comm_t *state);
 
-int coll_cohort_allreduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
-                          MPI_Datatype dtype, MPI_Op op, int *rc);
-int coll_cohort_bcast(coll_cohort_comm_t *state, void *buf, int count, MPI_Datatype dtype, int root,
-                      int *rc);
-int coll_cohort_reduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
-                       MPI_Datatype dtype, MPI_Op op, int root, int *rc);
-int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scount,
-                          MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                          int *rc);
-int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
-                                     int rcount, MPI_Datatype dtype, MPI_Op op, int *rc);
-int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,
-                         MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype, int *rc);
-int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc);
+/* One collective call with MPI's arguments.  Reductions and bcast use sbuf/rbuf, count and
+ * dtype; the block collectives the send and receive sides; v-variants their count and
+ * displacement arrays (reduce_scatter: rcounts).  Unused fields are ignored. */
+typedef struct coll_cohort_args {
+  coll_cohort_kind_t kind;
+  const void *sbuf;
+  int scount;
+  const int *scounts;
+  const int *sdispls;
+  MPI_Datatype sdtype;
+  void *rbuf;
+  int rcount;
+  const int *rcounts;
+  const int *rdispls;
+  MPI_Datatype rdtype;
+  int count; /* reductions, bcast */
+  MPI_Datatype dtype;
+  MPI_Op op;
+  int root;
+} coll_cohort_args_t;
+
+/* A nonblocking collective's progress on the logic's side. */
+typedef struct coll_cohort_request coll_cohort_request_t;
+
+/* What the glue does with a call (coll_cohort_call's result). */
+enum {
+  COLL_COHORT_FALL_BACK = 0, /* run the saved module's function with the caller's arguments */
+  COLL_COHORT_RAN = 1,       /* Cohort took it: blocking, done with its MPI code in *rc;
+                                nonblocking, *request is set, or *rc says why posting failed */
+  COLL_COHORT_STAGED = 2     /* run the saved function (its nonblocking form for a
+                                nonblocking call) on *staged, whose device buffers are host
+                                copies, then pass its code to coll_cohort_staged_done(*request) */
+};
+
+/* Decides and runs one call.  `nonblocking`: the MPI_I... form, whose RAN request
+ * coll_cohort_request_test completes.  *staged is written for COLL_COHORT_STAGED only. */
+int coll_cohort_call(coll_cohort_comm_t *state, const coll_cohort_args_t *args, int nonblocking,
+                     coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc);
+
+/* A RAN request: 1 when it completed (its MPI code in *rc), 0 while in progress.  Progresses
+ * Cohort's queue; called from Open MPI's progress loop. */
+int coll_cohort_request_test(coll_cohort_request_t *request, int *rc);
+
+/* A STAGED call's end: the saved function returned (blocking) or its request completed
+ * (nonblocking) with `rc`; copies the results back to device memory, frees the request and
+ * returns the call's MPI code. */
+int coll_cohort_staged_done(coll_cohort_request_t *request, int rc);
+
+/* Frees a RAN request once it completed. */
+void coll_cohort_request_free(coll_cohort_request_t *request);
 
 #ifdef __cplusplus
 }

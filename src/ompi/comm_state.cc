@@ -74,6 +74,8 @@ BusyScope::~BusyScope() { --t_busy; }
 bool busy() { return t_busy > 0; }
 
 CommState::CommState(MPI_Comm comm) : comm_(comm), ordinal_(g_ordinal++) {
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &size_);
   std::lock_guard<std::mutex> lock(registry().mutex);
   registry().live.insert(this);
 }
@@ -92,15 +94,15 @@ std::string CommState::name() const {
   return "communicator #" + std::to_string(ordinal_);
 }
 
-cohort_team_t CommState::team(Coll coll) {
-  if (team_state_ == TeamState::kNone) create_team(coll);
+cohort_team_t CommState::team(CallId call) {
+  if (team_state_ == TeamState::kNone) create_team(call);
   return team_state_ == TeamState::kReady ? team_ : nullptr;
 }
 
 // The private duplicate: collective over the communicator, so a rank that never makes the
 // call that creates the team would hold the others here, where Open MPI has no timeout.  The
 // wait is nonblocking, and every coll_cohort_init_timeout seconds it says where it is stuck.
-bool CommState::duplicate(const std::string &label, Coll coll) {
+bool CommState::duplicate(const std::string &label, CallId call) {
   MPI_Request request = MPI_REQUEST_NULL;
   if (MPI_Comm_idup(comm_, &dup_, &request) != MPI_SUCCESS) {
     say(kWarning, "MPI_Comm_idup of %s failed: its collectives stay with Open MPI's modules",
@@ -117,26 +119,24 @@ bool CommState::duplicate(const std::string &label, Coll coll) {
     if (done) return true;
     const double waited = seconds_since(start);
     if (waited >= next_warning) {
-      int size = 0;
-      MPI_Comm_size(comm_, &size);
       say(kWarning,
           "%s, the first Cohort collective on %s (%d ranks), has waited %.0f s for every rank to "
           "join its team's communicator: a rank has not made this call (still waiting)",
-          coll_mpi_name(coll), label.c_str(), size, waited);
+          call.name(), label.c_str(), size_, waited);
       next_warning = waited + interval;
     }
     pause_between_polls(waited);
   }
 }
 
-void CommState::create_team(Coll coll) {
+void CommState::create_team(CallId call) {
   BusyScope busy;  // the duplicate's own selection and its allreduce stay out of Cohort
   install_finalize_hook();
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   std::string label = name();
   team_state_ = TeamState::kUnavailable;
-  if (!duplicate(label, coll)) return;
+  if (!duplicate(label, call)) return;
   cohort_team_config_t config;
   cohort_team_config_init(&config);
   config.name = label.c_str();
@@ -156,54 +156,99 @@ void CommState::create_team(Coll coll) {
   }
   team_state_ = TeamState::kReady;
   if (shown(kSummary)) {
-    int size = 0;
-    MPI_Comm_size(comm_, &size);
-    say(kSummary, "team for %s (%d ranks) ready in %.3f ms", label.c_str(), size,
+    say(kSummary, "team for %s (%d ranks) ready in %.3f ms", label.c_str(), size_,
         seconds_since(start) * 1e3);
   }
 }
 
-int CommState::fall_back(Coll coll, Fallback reason, const char *detail) {
-  long &n = counts_[static_cast<int>(coll)].fallback[static_cast<int>(reason)];
+int CommState::mpi_max(int mine) {
+  BusyScope busy;  // Open MPI's module runs it
+  agreeing_ = true;
+  int all = mine;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm_);
+  agreeing_ = false;
+  return all;
+}
+
+bool CommState::all_on_device(CallId call, bool mine) {
+  if (memory_ == Memory::kUnknown) {
+    int devices = 0;
+    cohort_cuda_device_count(&devices);
+    memory_ = mpi_max(devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
+  }
+  if (memory_ == Memory::kHostOnly || params().uniform_memory) return mine;
+  // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
+  // exists; before, over Open MPI, so that no team is made for calls that stay there.
+  int off = mine ? 0 : 1, any_off = off;
+  if (team_state_ != TeamState::kReady || failed_) return mpi_max(off) == 0;
+  BusyScope busy;
+  if (cohort_allreduce(team_, &off, &any_off, 1, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
+    say(kWarning, "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(),
+        name().c_str(), cohort_last_error());
+    failed_ = true;
+    return false;
+  }
+  return any_off == 0;
+}
+
+int CommState::fall_back(CallId call, Fallback reason, const char *detail) {
+  long &n = counts_[call.index()].fallback[static_cast<int>(reason)];
   ++n;
   const int level = n == 1 ? kFirstFallback : kEveryCall;
   if (shown(level)) {
-    say(level, "%s falls back to Open MPI: %s%s%s%s", coll_mpi_name(coll), fallback_text(reason),
+    say(level, "%s falls back to Open MPI: %s%s%s%s", call.name(), fallback_text(reason),
         detail != nullptr ? " (" : "", detail != nullptr ? detail : "",
         detail != nullptr ? ")" : "");
   }
   return 0;
 }
 
-int CommState::finish(Coll coll, cohort_status_t status, int *rc) {
+void CommState::staged(CallId call, StagedTo to, size_t bytes, const char *why) {
+  long &n = counts_[call.index()].staged[static_cast<int>(to)];
+  ++n;
+  const int level = n == 1 ? kFirstFallback : kEveryCall;
+  if (shown(level)) {
+    say(level, "%s staged %zu bytes of device memory through host memory to run on %s: %s",
+        call.name(), bytes, to == StagedTo::kCohort ? "Cohort's host path" : "Open MPI",
+        why != nullptr ? why : "?");
+  }
+}
+
+int CommState::finish(CallId call, cohort_status_t status, int *rc) {
   if (status == COHORT_SUCCESS) {
-    ++counts_[static_cast<int>(coll)].cohort;
-    say(kEveryCall, "%s ran on Cohort", coll_mpi_name(coll));
+    ++counts_[call.index()].cohort;
+    say(kEveryCall, "%s ran on Cohort", call.name());
     *rc = MPI_SUCCESS;
     return 1;
   }
   // Argument checks come before any traffic and give the same answer on every rank.
   if (status == COHORT_ERR_INVALID_ARG || status == COHORT_ERR_NOT_SUPPORTED) {
-    return fall_back(coll, Fallback::kRefused, cohort_last_error());
+    return fall_back(call, Fallback::kRefused, cohort_last_error());
   }
   failed_ = true;
   say(kWarning,
       "%s on %s failed in Cohort: %s (%s); later collectives on it fall back to Open MPI's "
       "modules",
-      coll_mpi_name(coll), name().c_str(), cohort_status_string(status), cohort_last_error());
+      call.name(), name().c_str(), cohort_status_string(status), cohort_last_error());
   *rc = MPI_ERR_OTHER;
   return 1;
 }
 
 void CommState::report() const {
   std::string text;
-  for (int c = 0; c < kNumColls; ++c) {
+  for (int c = 0; c < kNumCallIds; ++c) {
     const Counts &counts = counts_[c];
-    long fallbacks = 0;
+    long fallbacks = counts.staged[static_cast<int>(StagedTo::kOpenMpi)];
     for (long n : counts.fallback) fallbacks += n;
     if (counts.cohort == 0 && fallbacks == 0) continue;
-    text += std::string("; ") + coll_mpi_name(static_cast<Coll>(c)) + " " +
-            std::to_string(counts.cohort) + " on Cohort";
+    const CallId call{static_cast<coll_cohort_kind_t>(c / 2), c % 2 == 1};
+    text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
+    if (long n = counts.staged[static_cast<int>(StagedTo::kCohort)]) {
+      text += " (" + std::to_string(n) + " staged through host memory)";
+    }
+    if (long n = counts.staged[static_cast<int>(StagedTo::kOpenMpi)]) {
+      text += ", " + std::to_string(n) + " staged through host memory to Open MPI";
+    }
     for (int r = 0; r < kNumFallbacks; ++r) {
       if (counts.fallback[r] == 0) continue;
       text += ", " + std::to_string(counts.fallback[r]) + " fell back (" +

@@ -10,6 +10,7 @@
 
 #include "cohort.h"
 #include "dispatch.h"
+#include "staging.h"
 
 namespace cohort::ompi {
 
@@ -29,6 +30,18 @@ class BusyScope : NonCopyable {
 };
 bool busy();
 
+// A collective as counted and named: its kind, blocking or not.
+struct CallId {
+  coll_cohort_kind_t kind;
+  bool nonblocking;
+  const char *name() const { return coll_mpi_name(kind, nonblocking); }
+  int index() const { return static_cast<int>(kind) * 2 + (nonblocking ? 1 : 0); }
+};
+constexpr int kNumCallIds = COLL_COHORT_NUM_KINDS * 2;
+
+// Where a call whose device buffers were staged through host memory ran.
+enum class StagedTo { kCohort, kOpenMpi };
+
 class CommState : NonCopyable {
  public:
   explicit CommState(MPI_Comm comm);
@@ -36,18 +49,35 @@ class CommState : NonCopyable {
 
   // The team, created on first use; nullptr when it cannot be had (every rank alike: team
   // creation ends the same everywhere), after warning once why.
-  cohort_team_t team(Coll coll);
+  cohort_team_t team(CallId call);
 
   // Counts a fallback (and says so at verbose 2 the first time, 3 every time); returns 0, the
   // entry points' "fall back".
-  int fall_back(Coll coll, Fallback reason, const char *detail = nullptr);
+  int fall_back(CallId call, Fallback reason, const char *detail = nullptr);
+  // Counts a call staged through host memory (and says so at verbose 2 the first time, 3
+  // every time): `why` it could not run where its buffers are, `bytes` staged.
+  void staged(CallId call, StagedTo to, size_t bytes, const char *why);
 
   // Turns Cohort's status into the entry points' result: 1 with *rc set when Cohort ran (or
   // failed during) the call, 0 when its check refused the call before any traffic.
-  int finish(Coll coll, cohort_status_t status, int *rc);
+  int finish(CallId call, cohort_status_t status, int *rc);
+
+  // Blocking calls only (every rank makes them in the same order): whether every rank's
+  // buffers of this call are on the GPU, `mine` being this rank's answer.  Ranks with device
+  // memory take the GPU only when all do; the others' route (host memory, Open MPI) is then
+  // taken by all, on staged copies.  The first blocking call on the communicator learns
+  // whether any rank has a CUDA device (one MPI_Allreduce); where none has, no call needs to
+  // agree.  Where some has, each blocking call agrees over the team (a 4-byte host
+  // allreduce) unless coll_cohort_uniform_memory says the kinds always match.
+  bool all_on_device(CallId call, bool mine);
+  // True while this state runs its own MPI call (the agreement's fallback): not counted.
+  bool agreeing() const { return agreeing_; }
 
   bool failed_before() const { return failed_; }
   MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  StagingPool &staging_pool() { return pool_; }
 
   // Destroys the team and prints the summary (verbose >= 1); idempotent.  Runs when the
   // communicator ends, or at MPI_Finalize for those still alive then.
@@ -55,21 +85,27 @@ class CommState : NonCopyable {
 
  private:
   struct Counts {
-    long cohort = 0;
+    long cohort = 0;  // staged ones included
+    std::array<long, 2> staged{};  // by StagedTo
     std::array<long, kNumFallbacks> fallback{};
   };
-  void create_team(Coll coll);
-  bool duplicate(const std::string &label, Coll coll);
+  void create_team(CallId call);
+  bool duplicate(const std::string &label, CallId call);
   void report() const;
   std::string name() const;
 
   MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
   int ordinal_;  // creation order in this process, to name unnamed communicators
   MPI_Comm dup_ = MPI_COMM_NULL;
   cohort_team_t team_ = nullptr;
   enum class TeamState { kNone, kReady, kUnavailable, kClosed } team_state_ = TeamState::kNone;
   bool failed_ = false;
-  std::array<Counts, kNumColls> counts_{};
+  enum class Memory { kUnknown, kHostOnly, kGpu } memory_ = Memory::kUnknown;
+  bool agreeing_ = false;
+  int mpi_max(int mine);  // MPI_Allreduce(MAX) on the communicator, through Open MPI's module
+  std::array<Counts, kNumCallIds> counts_{};
+  StagingPool pool_;
 };
 
 }  // namespace cohort::ompi

@@ -2,23 +2,33 @@
 
 namespace cohort::ompi {
 
-const char *coll_mpi_name(Coll coll) {
-  switch (coll) {
-    case Coll::kAllreduce: return "MPI_Allreduce";
-    case Coll::kBcast: return "MPI_Bcast";
-    case Coll::kReduce: return "MPI_Reduce";
-    case Coll::kAllgather: return "MPI_Allgather";
-    case Coll::kReduceScatterBlock: return "MPI_Reduce_scatter_block";
-    case Coll::kAlltoall: return "MPI_Alltoall";
-    case Coll::kBarrier: return "MPI_Barrier";
-  }
-  return "?";
+const char *coll_mpi_name(coll_cohort_kind_t kind, bool nonblocking) {
+  static const char *const kNames[][2] = {
+      {"MPI_Allreduce", "MPI_Iallreduce"},
+      {"MPI_Bcast", "MPI_Ibcast"},
+      {"MPI_Reduce", "MPI_Ireduce"},
+      {"MPI_Allgather", "MPI_Iallgather"},
+      {"MPI_Allgatherv", "MPI_Iallgatherv"},
+      {"MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block"},
+      {"MPI_Reduce_scatter", "MPI_Ireduce_scatter"},
+      {"MPI_Alltoall", "MPI_Ialltoall"},
+      {"MPI_Alltoallv", "MPI_Ialltoallv"},
+      {"MPI_Barrier", "MPI_Ibarrier"},
+      {"MPI_Gather", "MPI_Igather"},
+      {"MPI_Gatherv", "MPI_Igatherv"},
+      {"MPI_Scatter", "MPI_Iscatter"},
+      {"MPI_Scatterv", "MPI_Iscatterv"},
+      {"MPI_Scan", "MPI_Iscan"},
+      {"MPI_Exscan", "MPI_Iexscan"},
+  };
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == COLL_COHORT_NUM_KINDS);
+  if (kind < 0 || kind >= COLL_COHORT_NUM_KINDS) return "?";
+  return kNames[kind][nonblocking ? 1 : 0];
 }
 
 const char *fallback_text(Fallback reason) {
   switch (reason) {
     case Fallback::kHostBuffer: return "host buffer (coll_cohort_host is off)";
-    case Fallback::kMixedMemory: return "send and receive buffers in different memory";
     case Fallback::kDatatype: return "datatype Cohort does not reduce";
     case Fallback::kOp: return "op Cohort does not have";
     case Fallback::kNotContiguous: return "non-contiguous datatype";
@@ -30,33 +40,17 @@ const char *fallback_text(Fallback reason) {
   return "?";
 }
 
-namespace {
-
-// The rule tells host memory from device memory, not pinned from pageable host memory.
-cohort_memory_kind_t kind_for_rule(MemoryKindFn kind_of, const void *buffer) {
-  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
-  if (kind_of(buffer, &kind) != COHORT_SUCCESS) return COHORT_MEMORY_HOST;
-  return kind == COHORT_MEMORY_CUDA_HOST ? COHORT_MEMORY_HOST : kind;
-}
-
-}  // namespace
-
-std::optional<Fallback> memory_rule(const CallBuffers &buffers, bool host_buffers,
-                                    MemoryKindFn kind_of, cohort_memory_kind_t *kind) {
-  std::optional<cohort_memory_kind_t> found;
-  const void *recv = buffers.recv == buffers.send ? nullptr : buffers.recv;  // asked once
-  for (const void *buffer : {buffers.send, recv}) {
-    if (buffer == nullptr) continue;
-    const cohort_memory_kind_t k = kind_for_rule(kind_of, buffer);
-    if (found && *found != k) {
-      *kind = *found;
-      return Fallback::kMixedMemory;
-    }
-    found = k;
+Placement placement(const void *const *buffers, int n, MemoryKindFn kind_of) {
+  bool device = false, gpu = false, host = false;
+  for (int i = 0; i < n; ++i) {
+    cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+    if (kind_of(buffers[i], &kind) != COHORT_SUCCESS) kind = COHORT_MEMORY_HOST;
+    device |= kind == COHORT_MEMORY_CUDA_DEVICE;
+    gpu |= kind == COHORT_MEMORY_CUDA_DEVICE || kind == COHORT_MEMORY_CUDA_MANAGED;
+    host |= kind == COHORT_MEMORY_HOST || kind == COHORT_MEMORY_CUDA_HOST;
   }
-  *kind = found.value_or(COHORT_MEMORY_HOST);  // no buffer (barrier, count 0): host rules
-  if (*kind == COHORT_MEMORY_HOST && !host_buffers) return Fallback::kHostBuffer;
-  return std::nullopt;
+  if (device && host) return Placement::kMixed;
+  return gpu && !host ? Placement::kDevice : Placement::kHost;
 }
 
 }  // namespace cohort::ompi

@@ -1,43 +1,51 @@
-// The C entry points the glue calls: each checks the call against the rules (memory, type, op,
-// layout), gets the communicator's team and runs the collective on Cohort, or says "fall back".
+// The C entry points the glue calls: each call is checked against the rules (memory, type,
+// op, layout) and routed: to Cohort where its buffers are, to Cohort's host path or Open MPI's
+// module on host copies of its device buffers (staging.h), or back to Open MPI's module.
+//
+// The routes, for one rank's buffers:
+// - all in host memory: Cohort's host path when coll_cohort_host is on and Cohort takes the
+//   type, op and layout; else Open MPI's module;
+// - all on the GPU: Cohort on the GPU; what Cohort refuses there (no GPU kernel for it, a
+//   posted call, an in-place reduce-scatter) runs on Cohort's host path on staged copies, and
+//   what Cohort cannot do at all (MAXLOC, user ops, gaps in a type) on Open MPI's module on
+//   staged copies: device memory never reaches a module that would touch it;
+// - device memory mixed with host memory: staged, then as host memory.
 #include <cstring>
 #include <memory>
-#include <new>
 #include <sstream>
 #include <string>
 
+#include "call.h"
 #include "coll_cohort.h"
 #include "comm_state.h"
 #include "component.h"
-#include "mpi_map.h"
+#include "to_cohort.h"
 
 struct coll_cohort_comm : cohort::ompi::CommState {
   using CommState::CommState;
 };
 
+// A call Cohort took without blocking, or one staged onto Open MPI's module: what its end
+// needs.
+struct coll_cohort_request {
+  cohort::ompi::CommState *state = nullptr;
+  cohort::ompi::CallId id{COLL_COHORT_BARRIER, false};
+  cohort_request_t cohort = nullptr;  // RAN
+  std::unique_ptr<cohort::ompi::CohortCall> call;
+  std::unique_ptr<cohort::ompi::Staging> staging;
+};
+
 namespace cohort::ompi {
 namespace {
 
-struct CollName {
-  const char *name;
-  int bit;
-};
-constexpr CollName kCollNames[] = {
-    {"allreduce", COLL_COHORT_ALLREDUCE},
-    {"bcast", COLL_COHORT_BCAST},
-    {"reduce", COLL_COHORT_REDUCE},
-    {"allgather", COLL_COHORT_ALLGATHER},
-    {"reduce_scatter_block", COLL_COHORT_REDUCE_SCATTER_BLOCK},
-    {"alltoall", COLL_COHORT_ALLTOALL},
-    {"barrier", COLL_COHORT_BARRIER},
-};
+constexpr const char *kCollNames[COLL_COHORT_NUM_KINDS] = {
+    "allreduce", "bcast",   "reduce",   "allgather", "allgatherv", "reduce_scatter_block",
+    "reduce_scatter", "alltoall", "alltoallv", "barrier", "gather", "gatherv",
+    "scatter",   "scatterv", "scan",     "exscan"};
 
 int parse_collectives(const char *list) {
   int mask = 0;
-  if (list == nullptr || std::strcmp(list, "all") == 0) {
-    for (const CollName &c : kCollNames) mask |= c.bit;
-    return mask;
-  }
+  if (list == nullptr || std::strcmp(list, "all") == 0) return (1 << COLL_COHORT_NUM_KINDS) - 1;
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -45,131 +53,162 @@ int parse_collectives(const char *list) {
     item.erase(item.find_last_not_of(" \t") + 1);
     if (item.empty()) continue;
     bool known = false;
-    for (const CollName &c : kCollNames) {
-      if (item == c.name) mask |= c.bit, known = true;
+    for (int k = 0; k < COLL_COHORT_NUM_KINDS; ++k) {
+      if (item == kCollNames[k]) mask |= 1 << k, known = true;
     }
     if (!known) {
       say(kWarning,
           "coll_cohort_collectives names '%s', which is not one of allreduce, bcast, reduce, "
-          "allgather, reduce_scatter_block, alltoall, barrier: ignored",
+          "allgather, allgatherv, reduce_scatter_block, reduce_scatter, alltoall, alltoallv, "
+          "barrier, gather, gatherv, scatter, scatterv, scan, exscan: ignored",
           item.c_str());
     }
   }
   return mask;
 }
 
-// The common front of every entry: reentry, an earlier failure, the memory rule, the team.
-// Returns the team, or nullptr after counting the fallback.
-cohort_team_t admit(CommState *state, Coll coll, const CallBuffers &buffers) {
-  if (busy()) return state->fall_back(coll, Fallback::kReentered), nullptr;
-  if (state->failed_before()) return state->fall_back(coll, Fallback::kAfterFailure), nullptr;
-  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
-  if (auto reason = memory_rule(buffers, params().host_buffers, cohort_memory_kind, &kind)) {
-    return state->fall_back(coll, *reason), nullptr;
-  }
-  cohort_team_t team = state->team(coll);
-  if (team == nullptr) state->fall_back(coll, Fallback::kNoTeam);
-  return team;
+bool refused(cohort_status_t s) {
+  return s == COHORT_ERR_INVALID_ARG || s == COHORT_ERR_NOT_SUPPORTED;
 }
 
-// Ranks of the team are those of the communicator (it is made from a duplicate of it).
-int comm_rank(const CommState *state) {
-  int rank = 0;
-  MPI_Comm_rank(state->comm(), &rank);
-  return rank;
-}
-
-// The arguments of allgather and alltoall, which take the same ones.
-struct BlockCall {
-  const void *sbuf;
-  int scount;
-  MPI_Datatype sdtype;
-  void *rbuf;
-  int rcount;
-  MPI_Datatype rdtype;
+// One routed call: its arguments in Cohort's terms and, once staged, its host copies.
+struct Route {
+  Route(CommState *s, const coll_cohort_args_t &a, bool nonblocking)
+      : state(s), call{a, nonblocking, s->rank(), s->size()}, id{a.kind, nonblocking}, args(a) {}
+  CommState *state;
+  Call call;
+  CallId id;
+  std::vector<BufferUse> buffers;
+  std::unique_ptr<CohortCall> cohort = std::make_unique<CohortCall>();
+  std::unique_ptr<Staging> staging;
+  coll_cohort_args_t args;  // the buffers Cohort or Open MPI is given
 };
 
-// The bytes of one rank's block, when both sides are contiguous and the same size; nothing
-// after counting the fallback otherwise.
-std::optional<size_t> block_bytes(CommState *state, Coll coll, const BlockCall &call,
-                                  bool in_place) {
-  auto recv = contiguous_bytes(call.rdtype, call.rcount);
-  auto sent = in_place ? recv : contiguous_bytes(call.sdtype, call.scount);
-  if (!recv || !sent) {
-    state->fall_back(coll, Fallback::kNotContiguous);
-    return std::nullopt;
+// Runs or posts the call on Cohort with route.args.  Returns the status; on success a
+// blocking call is complete (results copied back), a nonblocking one is in *request.
+cohort_status_t start(Route &route, cohort_team_t team, coll_cohort_request_t **request) {
+  if (!route.call.nonblocking) {
+    cohort_status_t s = route.cohort->start(team, route.call, route.args, nullptr);
+    if (s != COHORT_SUCCESS) return s;
+    route.cohort->finish();
+    return route.staging ? route.staging->unstage() : COHORT_SUCCESS;
   }
-  if (*sent != *recv) {
-    state->fall_back(coll, Fallback::kRefused, "send and receive sizes differ");
-    return std::nullopt;
-  }
-  return recv;
+  cohort_request_t posted = nullptr;
+  cohort_status_t s = route.cohort->start(team, route.call, route.args, &posted);
+  if (s != COHORT_SUCCESS) return s;
+  auto *r = new coll_cohort_request;
+  r->state = route.state;
+  r->id = route.id;
+  r->cohort = posted;
+  r->call = std::move(route.cohort);
+  r->staging = std::move(route.staging);
+  *request = r;
+  return COHORT_SUCCESS;
 }
 
-// Allgather and alltoall: blocks of bytes, checked and admitted alike; only the Cohort call
-// and allgather's in-place send block differ.
-int run_blocks(CommState *state, Coll coll, const BlockCall &call, int *rc) {
-  const bool in_place = call.sbuf == MPI_IN_PLACE;
-  auto block = block_bytes(state, coll, call, in_place);
-  if (!block) return 0;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : call.sbuf, call.rbuf});
-  if (team == nullptr) return 0;
+// Stages the device buffers; false (after counting the failure as a fallback would be unsafe:
+// the call then fails) when pinned memory or a copy fails.
+cohort_status_t stage(Route &route) {
+  route.staging = std::make_unique<Staging>(route.state->staging_pool());
+  return route.staging->stage(route.call, route.buffers, &route.args);
+}
+
+// The staged call on Open MPI's module: the glue runs it and ends it with
+// coll_cohort_staged_done.
+int to_open_mpi(Route &route, const char *why, coll_cohort_request_t **request,
+                coll_cohort_args_t *staged) {
+  route.state->staged(route.id, StagedTo::kOpenMpi, route.staging->bytes(), why);
+  auto *r = new coll_cohort_request;
+  r->state = route.state;
+  r->id = route.id;
+  r->staging = std::move(route.staging);
+  *request = r;
+  *staged = route.args;
+  return COLL_COHORT_STAGED;
+}
+
+// A staging failure ends the call with an error: falling back would hand device memory to a
+// module that cannot read it.
+int staging_failed(Route &route, cohort_status_t s, int *rc) {
+  say(kWarning, "%s: staging device memory through host memory failed: %s (%s)",
+      route.id.name(), cohort_status_string(s), cohort_last_error());
+  *rc = s == COHORT_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+  return COLL_COHORT_RAN;
+}
+
+// Host copies of the device buffers, run where host memory would run (`reason`: why Cohort
+// cannot take the call at all, so Open MPI's module must).
+int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
+               coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc) {
+  if (cohort_status_t s = stage(route); s != COHORT_SUCCESS) return staging_failed(route, s, rc);
+  cohort_team_t team = reason ? nullptr : route.state->team(route.id);
+  if (team == nullptr) {
+    return to_open_mpi(route, reason ? fallback_text(*reason) : fallback_text(Fallback::kNoTeam),
+                       request, staged);
+  }
+  const size_t bytes = route.staging->bytes();
+  cohort_status_t s = start(route, team, request);
+  if (refused(s)) return to_open_mpi(route, cohort_last_error(), request, staged);
+  route.state->staged(route.id, StagedTo::kCohort, bytes, why);
+  return route.state->finish(route.id, s, rc);
+}
+
+// All of this rank's buffers on the GPU and nothing against Cohort: Cohort there, or on its
+// host path on staged copies when it refuses (the same answer on every rank).
+int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_args_t *staged,
+                  int *rc) {
+  cohort_team_t team = route.state->team(route.id);
+  if (team == nullptr) return run_staged(route, Fallback::kNoTeam, nullptr, request, staged, rc);
+  if (!route.cohort->needs_host_memory(route.call)) {
+    cohort_status_t s = start(route, team, request);
+    if (!refused(s)) return route.state->finish(route.id, s, rc);
+  }
+  const std::string why = route.cohort->needs_host_memory(route.call)
+                              ? "in place, the result goes to the front of the buffer on the CPU"
+                              : cohort_last_error();
+  route.cohort = std::make_unique<CohortCall>();
+  const char *detail = nullptr;
+  route.cohort->prepare(route.call, &detail);
+  return run_staged(route, std::nullopt, why.c_str(), request, staged, rc);
+}
+
+// Host memory: Cohort's host path when it may and can take the call, else Open MPI.
+int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail,
+                coll_cohort_request_t **request, int *rc) {
+  if (!params().host_buffers) return route.state->fall_back(route.id, Fallback::kHostBuffer);
+  if (reason) return route.state->fall_back(route.id, *reason, detail);
+  cohort_team_t team = route.state->team(route.id);
+  if (team == nullptr) return route.state->fall_back(route.id, Fallback::kNoTeam);
   BusyScope busy;
-  if (coll == Coll::kAllgather) {
-    // In place, this rank's block is already in its slot: Cohort's convention exactly.
-    const void *send =
-        in_place ? static_cast<const char *>(call.rbuf) + comm_rank(state) * *block : call.sbuf;
-    return state->finish(coll, cohort_allgather(team, send, call.rbuf, *block, COHORT_UINT8), rc);
-  }
-  const void *send = in_place ? call.rbuf : call.sbuf;
-  return state->finish(coll, cohort_alltoall(team, send, call.rbuf, *block, COHORT_UINT8), rc);
+  return route.state->finish(route.id, start(route, team, request), rc);
 }
 
-// A reduction's element type and op, or the fallback reason.
-std::optional<Fallback> reduction(MPI_Datatype datatype, MPI_Op op, cohort_dtype_t *dtype,
-                                  cohort_op_t *cop) {
-  auto d = reduction_dtype(datatype);
-  if (!d) return Fallback::kDatatype;
-  auto o = reduction_op(op);
-  if (!o) return Fallback::kOp;
-  *dtype = *d;
-  *cop = *o;
-  return std::nullopt;
-}
-
-// An in-place reduce-scatter-block: its buffer and what it reduces.
-struct InPlaceBlocks {
-  void *buf;  // size blocks of count elements: the input; the result goes to block 0
-  int count;
-  MPI_Datatype datatype;
-  cohort_dtype_t dtype;
-  cohort_op_t op;
-};
-
-// MPI puts the result in block 0 and leaves the other blocks as they were; Cohort's in-place
-// form (NCCL's) puts it in the rank's block instead.  That is the same on rank 0; elsewhere
-// Cohort reduces out of place into a block of its own, copied to the front afterwards (the
-// input is read only, so the rank's block stays as it was).
-int reduce_scatter_in_place(CommState *state, cohort_team_t team, const InPlaceBlocks &call,
-                            int *rc) {
-  const Coll coll = Coll::kReduceScatterBlock;
-  if (comm_rank(state) == 0) {
-    return state->finish(
-        coll, cohort_reduce_scatter(team, call.buf, call.buf, call.count, call.dtype, call.op), rc);
-  }
-  int elem = 0;
-  MPI_Type_size(call.datatype, &elem);
-  const size_t block = static_cast<size_t>(call.count) * static_cast<size_t>(elem);
-  std::unique_ptr<char[]> result(new (std::nothrow) char[block]);
-  if (result == nullptr) {
-    *rc = MPI_ERR_NO_MEM;  // through the error handler, as Open MPI's modules do
-    return 1;
-  }
-  int done = state->finish(
-      coll, cohort_reduce_scatter(team, call.buf, result.get(), call.count, call.dtype, call.op),
-      rc);
-  if (done && *rc == MPI_SUCCESS) std::memcpy(call.buf, result.get(), block);
-  return done;
+int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblocking,
+               coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc) {
+  Route route(state, args, nonblocking);
+  if (busy()) return state->agreeing() ? 0 : state->fall_back(route.id, Fallback::kReentered);
+  const char *detail = nullptr;
+  std::optional<Fallback> reason = route.cohort->prepare(route.call, &detail);
+  if (!route.call.buffers(&route.buffers)) reason = Fallback::kNotContiguous;
+  if (!reason && state->failed_before()) reason = Fallback::kAfterFailure;
+  std::vector<const void *> pointers;
+  for (const BufferUse &b : route.buffers) pointers.push_back(b.region.begin);
+  Placement where = placement(pointers.data(), static_cast<int>(pointers.size()),
+                              cohort_memory_kind);
+  // The GPU only when every rank is on it: a blocking call agrees on that; a nonblocking one
+  // cannot wait for the others to start, so it always takes the host route.
+  const bool on_gpu = where == Placement::kDevice;
+  const bool all_on_gpu = !nonblocking && state->all_on_device(route.id, on_gpu);
+  if (where == Placement::kHost) return run_on_host(route, reason, detail, request, rc);
+  BusyScope busy;
+  if (all_on_gpu && !reason) return run_on_device(route, request, staged, rc);
+  // Staged, the call runs as host memory would; a reason keeps it off Cohort.
+  const char *why = reason               ? fallback_text(*reason)
+                    : !on_gpu            ? "device and host memory in one call"
+                    : nonblocking        ? "nonblocking (the GPU path takes blocking calls)"
+                                         : "another rank's buffers are in host memory";
+  if (!params().host_buffers && !reason) reason = Fallback::kHostBuffer;
+  return run_staged(route, reason, why, request, staged, rc);
 }
 
 }  // namespace
@@ -190,91 +229,37 @@ coll_cohort_comm_t *coll_cohort_comm_new(MPI_Comm comm) { return new coll_cohort
 
 void coll_cohort_comm_free(coll_cohort_comm_t *state) { delete state; }
 
-int coll_cohort_allreduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
-                          MPI_Datatype datatype, MPI_Op op, int *rc) {
-  const Coll coll = Coll::kAllreduce;
-  cohort_dtype_t dtype;
-  cohort_op_t cop;
-  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(coll,
-                       cohort_allreduce(team, in_place ? rbuf : sbuf, rbuf, count, dtype, cop), rc);
+int coll_cohort_call(coll_cohort_comm_t *state, const coll_cohort_args_t *args, int nonblocking,
+                     coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc) {
+  *request = nullptr;
+  return route_call(state, *args, nonblocking != 0, request, staged, rc);
 }
 
-int coll_cohort_reduce(coll_cohort_comm_t *state, const void *sbuf, void *rbuf, int count,
-                       MPI_Datatype datatype, MPI_Op op, int root, int *rc) {
-  const Coll coll = Coll::kReduce;
-  cohort_dtype_t dtype;
-  cohort_op_t cop;
-  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
-  // The receive buffer counts only at the root, where MPI_IN_PLACE means "input is there".
-  const bool is_root = comm_rank(state) == root;
-  const bool in_place = is_root && sbuf == MPI_IN_PLACE;
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, is_root ? rbuf : nullptr});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(coll,
-                       cohort_reduce(team, in_place ? rbuf : sbuf, is_root ? rbuf : nullptr, count,
-                                     dtype, cop, root),
-                       rc);
-}
-
-int coll_cohort_bcast(coll_cohort_comm_t *state, void *buf, int count, MPI_Datatype datatype,
-                      int root, int *rc) {
-  const Coll coll = Coll::kBcast;
-  auto bytes = contiguous_bytes(datatype, count);
-  if (!bytes) return state->fall_back(coll, Fallback::kNotContiguous);
-  cohort_team_t team = admit(state, coll, {nullptr, buf});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(coll, cohort_broadcast(team, buf, buf, *bytes, COHORT_UINT8, root), rc);
-}
-
-int coll_cohort_allgather(coll_cohort_comm_t *state, const void *sbuf, int scount,
-                          MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                          int *rc) {
-  return run_blocks(state, Coll::kAllgather, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
-}
-
-int coll_cohort_reduce_scatter_block(coll_cohort_comm_t *state, const void *sbuf, void *rbuf,
-                                     int rcount, MPI_Datatype datatype, MPI_Op op, int *rc) {
-  const Coll coll = Coll::kReduceScatterBlock;
-  cohort_dtype_t dtype;
-  cohort_op_t cop;
-  if (auto reason = reduction(datatype, op, &dtype, &cop)) return state->fall_back(coll, *reason);
-  const bool in_place = sbuf == MPI_IN_PLACE;
-  if (in_place) {
-    // The result is copied to the front of the buffer after the call, which only the CPU can do.
-    cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
-    memory_rule({nullptr, rbuf}, true, cohort_memory_kind, &kind);
-    if (kind != COHORT_MEMORY_HOST) {
-      return state->fall_back(coll, Fallback::kRefused, "in place on device memory");
-    }
+int coll_cohort_request_test(coll_cohort_request_t *r, int *rc) {
+  cohort_status_t s = cohort_request_test(r->cohort);
+  if (s == COHORT_IN_PROGRESS) return 0;
+  if (s == COHORT_SUCCESS) {
+    r->call->finish();
+    if (r->staging) s = r->staging->unstage();
   }
-  cohort_team_t team = admit(state, coll, {in_place ? nullptr : sbuf, rbuf});
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  if (!in_place) {
-    return state->finish(coll, cohort_reduce_scatter(team, sbuf, rbuf, rcount, dtype, cop), rc);
+  *rc = MPI_ERR_OTHER;  // a posted call's checks are behind it: any failure is an error
+  r->state->finish(r->id, s, rc);
+  return 1;
+}
+
+int coll_cohort_staged_done(coll_cohort_request_t *r, int rc) {
+  if (rc == MPI_SUCCESS && r->staging->unstage() != COHORT_SUCCESS) {
+    say(kWarning, "%s: copying the result back to device memory failed: %s", r->id.name(),
+        cohort_last_error());
+    rc = MPI_ERR_OTHER;
   }
-  return reduce_scatter_in_place(state, team, {rbuf, rcount, datatype, dtype, cop}, rc);
+  delete r;
+  return rc;
 }
 
-int coll_cohort_alltoall(coll_cohort_comm_t *state, const void *sbuf, int scount,
-                         MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                         int *rc) {
-  return run_blocks(state, Coll::kAlltoall, {sbuf, scount, sdtype, rbuf, rcount, rdtype}, rc);
-}
-
-int coll_cohort_barrier(coll_cohort_comm_t *state, int *rc) {
-  const Coll coll = Coll::kBarrier;
-  cohort_team_t team = admit(state, coll, {});  // no buffer: the host rule decides
-  if (team == nullptr) return 0;
-  BusyScope busy;
-  return state->finish(coll, cohort_barrier(team), rc);
+void coll_cohort_request_free(coll_cohort_request_t *r) {
+  if (r->cohort != nullptr) cohort_request_free(r->cohort);
+  delete r;
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 // type / op mapping, the collectives list, the output and its levels.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
 #include <string>
 #include <thread>
@@ -44,82 +45,80 @@ class OmpiDispatch : public ::testing::Test {
     g_known.clear();
     g_queries = 0;
   }
-  cohort_memory_kind_t kind = COHORT_NUM_MEMORY_KINDS;
+  static Placement where(std::vector<const void *> buffers, MemoryKindFn kind_of = fake_kind) {
+    return placement(buffers.data(), static_cast<int>(buffers.size()), kind_of);
+  }
 };
 
-TEST_F(OmpiDispatch, HostBuffersFallBackUnlessTheHostSwitchIsOn) {
+TEST_F(OmpiDispatch, HostBuffersAreHostMemoryAndEachIsAskedAbout) {
   double a = 0, b = 0;
-  EXPECT_EQ(memory_rule({&a, &b}, false, fake_kind, &kind), Fallback::kHostBuffer);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
-  EXPECT_EQ(memory_rule({&a, &b}, true, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
-  EXPECT_EQ(g_queries, 4);
+  EXPECT_EQ(where({&a, &b}), Placement::kHost);
+  EXPECT_EQ(g_queries, 2);
 }
 
-TEST_F(OmpiDispatch, DeviceBuffersRunOnCohortWithTheHostSwitchOff) {
-  char device_send[8], device_recv[8];
+TEST_F(OmpiDispatch, DeviceAndManagedBuffersAreOnTheGpu) {
+  char device_send[8], device_recv[8], managed[8];
   g_known[device_send] = COHORT_MEMORY_CUDA_DEVICE;
   g_known[device_recv] = COHORT_MEMORY_CUDA_DEVICE;
-  EXPECT_EQ(memory_rule({device_send, device_recv}, false, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_DEVICE);
-  // MPI_IN_PLACE: only the receive buffer is looked at.
-  EXPECT_EQ(memory_rule({nullptr, device_recv}, false, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_DEVICE);
-}
-
-TEST_F(OmpiDispatch, ManagedMemoryTakesTheDevicePath) {
-  char managed[8];
   g_known[managed] = COHORT_MEMORY_CUDA_MANAGED;
-  EXPECT_EQ(memory_rule({managed, managed}, false, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_MANAGED);
+  EXPECT_EQ(where({device_send, device_recv}), Placement::kDevice);
+  EXPECT_EQ(where({device_recv}), Placement::kDevice);  // MPI_IN_PLACE: one buffer
+  EXPECT_EQ(where({managed}), Placement::kDevice);
+  // Managed with device memory: both on the GPU (Cohort decides; the route stages if it refuses).
+  EXPECT_EQ(where({device_send, managed}), Placement::kDevice);
 }
 
 TEST_F(OmpiDispatch, PinnedHostMemoryIsHostMemory) {
   char pinned[8], pageable[8];
   g_known[pinned] = COHORT_MEMORY_CUDA_HOST;
-  EXPECT_EQ(memory_rule({pinned, pinned}, false, fake_kind, &kind), Fallback::kHostBuffer);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
-  // Pinned and pageable buffers in one call are not a mix of kinds.
-  EXPECT_EQ(memory_rule({pinned, pageable}, true, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
+  EXPECT_EQ(where({pinned, pinned}), Placement::kHost);
+  EXPECT_EQ(where({pinned, pageable}), Placement::kHost);
 }
 
-TEST_F(OmpiDispatch, MixedBuffersFallBackEvenWithTheHostSwitchOn) {
-  char device[8], host[8], managed[8];
+TEST_F(OmpiDispatch, DeviceMemoryWithHostMemoryIsMixed) {
+  char device[8], host[8], pinned[8], managed[8];
   g_known[device] = COHORT_MEMORY_CUDA_DEVICE;
+  g_known[pinned] = COHORT_MEMORY_CUDA_HOST;
   g_known[managed] = COHORT_MEMORY_CUDA_MANAGED;
-  EXPECT_EQ(memory_rule({device, host}, true, fake_kind, &kind), Fallback::kMixedMemory);
-  EXPECT_EQ(memory_rule({host, device}, true, fake_kind, &kind), Fallback::kMixedMemory);
-  EXPECT_EQ(memory_rule({device, managed}, true, fake_kind, &kind), Fallback::kMixedMemory);
+  EXPECT_EQ(where({device, host}), Placement::kMixed);
+  EXPECT_EQ(where({host, device}), Placement::kMixed);
+  EXPECT_EQ(where({pinned, device}), Placement::kMixed);
+  // Managed memory is readable by the CPU: with host memory it runs as host memory.
+  EXPECT_EQ(where({managed, host}), Placement::kHost);
 }
 
-TEST_F(OmpiDispatch, OneBufferIsAskedAboutOnce) {
-  char device[8];
-  g_known[device] = COHORT_MEMORY_CUDA_DEVICE;
-  EXPECT_EQ(memory_rule({device, device}, false, fake_kind, &kind), std::nullopt);
-  EXPECT_EQ(g_queries, 1);
-}
-
-TEST_F(OmpiDispatch, CallsWithoutBuffersFollowTheHostRule) {
-  EXPECT_EQ(memory_rule({}, false, fake_kind, &kind), Fallback::kHostBuffer);
-  EXPECT_EQ(memory_rule({}, true, fake_kind, &kind), std::nullopt);
+TEST_F(OmpiDispatch, CallsWithoutBuffersAreHostCalls) {
+  EXPECT_EQ(where({}), Placement::kHost);
   EXPECT_EQ(g_queries, 0);
 }
 
 TEST_F(OmpiDispatch, ABufferWhoseKindCannotBeToldIsHostMemory) {
   char buffer[8];
-  EXPECT_EQ(memory_rule({buffer, buffer}, false, failing_kind, &kind), Fallback::kHostBuffer);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
+  EXPECT_EQ(where({buffer, buffer}, failing_kind), Placement::kHost);
+}
+
+TEST_F(OmpiDispatch, EveryKindHasAnMpiNameBlockingAndNot) {
+  EXPECT_STREQ(coll_mpi_name(COLL_COHORT_ALLREDUCE, false), "MPI_Allreduce");
+  EXPECT_STREQ(coll_mpi_name(COLL_COHORT_ALLREDUCE, true), "MPI_Iallreduce");
+  EXPECT_STREQ(coll_mpi_name(COLL_COHORT_REDUCE_SCATTER, true), "MPI_Ireduce_scatter");
+  EXPECT_STREQ(coll_mpi_name(COLL_COHORT_EXSCAN, false), "MPI_Exscan");
+  for (int k = 0; k < COLL_COHORT_NUM_KINDS; ++k) {
+    const auto kind = static_cast<coll_cohort_kind_t>(k);
+    std::string blocking = coll_mpi_name(kind, false);
+    ASSERT_EQ(blocking.rfind("MPI_", 0), 0u) << k;
+    std::string stem = blocking.substr(4);
+    stem[0] = static_cast<char>(std::tolower(stem[0]));
+    EXPECT_EQ(coll_mpi_name(kind, true), "MPI_I" + stem) << k;
+  }
+  EXPECT_STREQ(coll_mpi_name(COLL_COHORT_NUM_KINDS, false), "?");
 }
 
 // Cohort's own cohort_memory_kind behind the rule: everything is host memory without a GPU
 // (or on a thread without a CUDA context); on a GPU machine device, managed, pinned and
 // pageable memory take their paths.
-TEST_F(OmpiDispatch, CohortsMemoryKindDecidesTheRule) {
+TEST_F(OmpiDispatch, CohortsMemoryKindDecidesThePlacement) {
   std::vector<char> pageable(1 << 20);
-  EXPECT_EQ(memory_rule({pageable.data(), pageable.data()}, false, cohort_memory_kind, &kind),
-            Fallback::kHostBuffer);
-  EXPECT_EQ(kind, COHORT_MEMORY_HOST);
+  EXPECT_EQ(where({pageable.data(), pageable.data()}, cohort_memory_kind), Placement::kHost);
 #if !COHORT_HAVE_CUDA
   GTEST_SKIP() << "built without CUDA: only pageable host memory checked";
 #else
@@ -133,23 +132,50 @@ TEST_F(OmpiDispatch, CohortsMemoryKindDecidesTheRule) {
   ASSERT_EQ(cudaMallocManaged(&managed, 1 << 20), cudaSuccess);
   ASSERT_EQ(cudaMallocHost(&pinned, 1 << 20), cudaSuccess);
   char *inside = static_cast<char *>(device) + 12345;
-  EXPECT_EQ(memory_rule({device, inside}, false, cohort_memory_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_DEVICE);
-  EXPECT_EQ(memory_rule({managed, managed}, false, cohort_memory_kind, &kind), std::nullopt);
-  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_MANAGED);
-  EXPECT_EQ(memory_rule({pinned, pinned}, false, cohort_memory_kind, &kind), Fallback::kHostBuffer);
-  EXPECT_EQ(memory_rule({pinned, pageable.data()}, true, cohort_memory_kind, &kind), std::nullopt);
-  EXPECT_EQ(memory_rule({device, pinned}, true, cohort_memory_kind, &kind), Fallback::kMixedMemory);
+  EXPECT_EQ(where({device, inside}, cohort_memory_kind), Placement::kDevice);
+  EXPECT_EQ(where({managed, managed}, cohort_memory_kind), Placement::kDevice);
+  EXPECT_EQ(where({pinned, pageable.data()}, cohort_memory_kind), Placement::kHost);
+  EXPECT_EQ(where({device, pinned}, cohort_memory_kind), Placement::kMixed);
   // A thread without a CUDA context is not asked about: its buffers count as host memory.
   std::thread([&] {
-    cohort_memory_kind_t other = COHORT_NUM_MEMORY_KINDS;
-    EXPECT_EQ(memory_rule({device, device}, false, cohort_memory_kind, &other),
-              Fallback::kHostBuffer);
+    EXPECT_EQ(where({device, device}, cohort_memory_kind), Placement::kHost);
   }).join();
+  // Staging's copies: device to pinned to pageable and back, byte for byte.
+  std::vector<char> source(1000), back(1000);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>(i * 7);
+  void *staging = nullptr;
+  ASSERT_EQ(cohort_host_alloc(source.size(), &staging), COHORT_SUCCESS);
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  EXPECT_EQ(cohort_memory_kind(staging, &kind), COHORT_SUCCESS);
+  EXPECT_EQ(kind, COHORT_MEMORY_CUDA_HOST);
+  EXPECT_EQ(cohort_memcpy(inside, source.data(), source.size()), COHORT_SUCCESS);
+  EXPECT_EQ(cohort_memcpy(staging, inside, source.size()), COHORT_SUCCESS);
+  EXPECT_EQ(cohort_memcpy(back.data(), staging, source.size()), COHORT_SUCCESS);
+  EXPECT_EQ(back, source);
+  EXPECT_EQ(cohort_host_free(staging), COHORT_SUCCESS);
   cudaFree(device);
   cudaFree(managed);
   cudaFreeHost(pinned);
 #endif
+}
+
+// Without a CUDA context the staging calls are malloc, memcpy and free, and say what is wrong.
+TEST(OmpiStaging, HostAllocCopyAndFreeWithoutAGpu) {
+  void *p = nullptr;
+  ASSERT_EQ(cohort_host_alloc(64, &p), COHORT_SUCCESS);
+  ASSERT_NE(p, nullptr);
+  const char text[] = "staged";
+  EXPECT_EQ(cohort_memcpy(p, text, sizeof text), COHORT_SUCCESS);
+  EXPECT_STREQ(static_cast<const char *>(p), "staged");
+  EXPECT_EQ(cohort_memcpy(p, nullptr, 1), COHORT_ERR_INVALID_ARG);
+  EXPECT_NE(std::string(cohort_last_error()).find("cohort_memcpy: src is NULL"), std::string::npos);
+  EXPECT_EQ(cohort_memcpy(nullptr, nullptr, 0), COHORT_SUCCESS);  // nothing to copy
+  EXPECT_EQ(cohort_host_free(p), COHORT_SUCCESS);
+  EXPECT_EQ(cohort_host_alloc(64, nullptr), COHORT_ERR_INVALID_ARG);
+  void *none = &p;
+  EXPECT_EQ(cohort_host_alloc(0, &none), COHORT_SUCCESS);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(cohort_host_free(nullptr), COHORT_SUCCESS);
 }
 
 TEST(OmpiMpiMap, EveryTypeCohortMapsToMpiMapsBack) {
@@ -206,15 +232,16 @@ class OmpiComponent : public ::testing::Test {
 
 TEST_F(OmpiComponent, TheCollectivesListPicksWhatTheModuleOffers) {
   coll_cohort_params_t p = COLL_COHORT_PARAMS_DEFAULT;
-  EXPECT_EQ(coll_cohort_configure(&p, capture), 0x7f);
+  EXPECT_EQ(coll_cohort_configure(&p, capture), (1 << COLL_COHORT_NUM_KINDS) - 1);
   p.collectives = " allreduce ,barrier";
-  EXPECT_EQ(coll_cohort_configure(&p, capture), COLL_COHORT_ALLREDUCE | COLL_COHORT_BARRIER);
+  EXPECT_EQ(coll_cohort_configure(&p, capture),
+            (1 << COLL_COHORT_ALLREDUCE) | (1 << COLL_COHORT_BARRIER));
   EXPECT_TRUE(g_said.empty());
-  p.collectives = "bcast,allgatherv";  // the unknown name is warned about and skipped
-  EXPECT_EQ(coll_cohort_configure(&p, capture), COLL_COHORT_BCAST);
+  p.collectives = "bcast,alltoallw,exscan";  // the unknown name is warned about and skipped
+  EXPECT_EQ(coll_cohort_configure(&p, capture), (1 << COLL_COHORT_BCAST) | (1 << COLL_COHORT_EXSCAN));
   ASSERT_EQ(g_said.size(), 1u);
   EXPECT_EQ(g_said[0].first, kWarning);
-  EXPECT_EQ(g_said[0].second.rfind("coll:cohort: coll_cohort_collectives names 'allgatherv'", 0),
+  EXPECT_EQ(g_said[0].second.rfind("coll:cohort: coll_cohort_collectives names 'alltoallw'", 0),
             0u)
       << g_said[0].second;
   p.enable = false;

@@ -8,6 +8,8 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/info.h"
 #include "opal/util/output.h"
@@ -18,38 +20,53 @@
 #error "this glue is for Open MPI 4.1 (coll API 2.0.0)"
 #endif
 
-/* The collectives we offer, each with the function and module we fall back to. */
-#define COHORT_FOR_EACH_COLL(X) \
-  X(allreduce, COLL_COHORT_ALLREDUCE)               \
-  X(bcast, COLL_COHORT_BCAST)                       \
-  X(reduce, COLL_COHORT_REDUCE)                     \
-  X(allgather, COLL_COHORT_ALLGATHER)               \
+/* The collectives we offer, blocking and nonblocking, each with the function and module we
+ * fall back to: X(name, kind). */
+#define COHORT_FOR_EACH_COLL(X)                            \
+  X(allreduce, COLL_COHORT_ALLREDUCE)                      \
+  X(bcast, COLL_COHORT_BCAST)                              \
+  X(reduce, COLL_COHORT_REDUCE)                            \
+  X(allgather, COLL_COHORT_ALLGATHER)                      \
+  X(allgatherv, COLL_COHORT_ALLGATHERV)                    \
   X(reduce_scatter_block, COLL_COHORT_REDUCE_SCATTER_BLOCK) \
-  X(alltoall, COLL_COHORT_ALLTOALL)                 \
-  X(barrier, COLL_COHORT_BARRIER)
+  X(reduce_scatter, COLL_COHORT_REDUCE_SCATTER)            \
+  X(alltoall, COLL_COHORT_ALLTOALL)                        \
+  X(alltoallv, COLL_COHORT_ALLTOALLV)                      \
+  X(barrier, COLL_COHORT_BARRIER)                          \
+  X(gather, COLL_COHORT_GATHER)                            \
+  X(gatherv, COLL_COHORT_GATHERV)                          \
+  X(scatter, COLL_COHORT_SCATTER)                          \
+  X(scatterv, COLL_COHORT_SCATTERV)                        \
+  X(scan, COLL_COHORT_SCAN)                                \
+  X(exscan, COLL_COHORT_EXSCAN)
 
 typedef struct mca_coll_cohort_module_t {
   mca_coll_base_module_t super;
   coll_cohort_comm_t *state;
-#define COHORT_PREV_FIELDS(name, bit)                  \
+#define COHORT_PREV_FIELDS(name, kind)                  \
   mca_coll_base_module_##name##_fn_t prev_##name;       \
-  mca_coll_base_module_t *prev_##name##_module;
+  mca_coll_base_module_t *prev_##name##_module;         \
+  mca_coll_base_module_i##name##_fn_t prev_i##name;     \
+  mca_coll_base_module_t *prev_i##name##_module;
   COHORT_FOR_EACH_COLL(COHORT_PREV_FIELDS)
 } mca_coll_cohort_module_t;
 
 static void module_construct(mca_coll_cohort_module_t *m) {
   m->state = NULL;
-#define COHORT_PREV_CLEAR(name, bit) \
+#define COHORT_PREV_CLEAR(name, kind) \
   m->prev_##name = NULL;             \
-  m->prev_##name##_module = NULL;
+  m->prev_##name##_module = NULL;    \
+  m->prev_i##name = NULL;            \
+  m->prev_i##name##_module = NULL;
   COHORT_FOR_EACH_COLL(COHORT_PREV_CLEAR)
 }
 
 static void module_destruct(mca_coll_cohort_module_t *m) {
   if (m->state != NULL) coll_cohort_comm_free(m->state);
   m->state = NULL;
-#define COHORT_PREV_RELEASE(name, bit) \
-  if (m->prev_##name##_module != NULL) OBJ_RELEASE(m->prev_##name##_module);
+#define COHORT_PREV_RELEASE(name, kind)                                      \
+  if (m->prev_##name##_module != NULL) OBJ_RELEASE(m->prev_##name##_module); \
+  if (m->prev_i##name##_module != NULL) OBJ_RELEASE(m->prev_i##name##_module);
   COHORT_FOR_EACH_COLL(COHORT_PREV_RELEASE)
 }
 
@@ -59,7 +76,7 @@ OBJ_CLASS_INSTANCE(mca_coll_cohort_module_t, mca_coll_base_module_t, module_cons
 /* ------------------------------------------------------------------ parameters, output */
 
 static coll_cohort_params_t params = COLL_COHORT_PARAMS_DEFAULT; /* the MCA variables' storage */
-static int offered = 0; /* COLL_COHORT_* bits, from the logic at open */
+static int offered = 0; /* bits (1 << kind), from the logic at open */
 static int output_stream = -1;
 
 /* The logic's messages: warnings always, the rest up to coll_cohort_verbose (the stream's
@@ -72,66 +89,360 @@ static void output(int level, const char *text) {
   }
 }
 
-/* ------------------------------------------------------------------ collectives */
+/* ------------------------------------------------------------------ the saved functions */
 
 #define MODULE(module) ((mca_coll_cohort_module_t *)(module))
 
-static int cohort_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                            mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_allreduce(m->state, sbuf, rbuf, count, dtype, op, &rc)) return rc;
-  return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
-}
-
-static int cohort_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
-                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_bcast(m->state, buf, count, dtype, root, &rc)) return rc;
-  return m->prev_bcast(buf, count, dtype, root, comm, m->prev_bcast_module);
-}
-
-static int cohort_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
-                         mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_reduce(m->state, sbuf, rbuf, count, dtype, op, root, &rc)) return rc;
-  return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
-}
-
-static int cohort_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
-                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                       struct ompi_communicator_t *comm,
-                                       mca_coll_base_module_t *module) {
-  mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_reduce_scatter_block(m->state, sbuf, rbuf, rcount, dtype, op, &rc)) return rc;
-  return m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                      m->prev_reduce_scatter_block_module);
-}
-
-/* Allgather and alltoall take the same arguments: one definition serves both. */
-#define COHORT_BLOCKS_COLL(name)                                                                 \
-  static int cohort_##name(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,         \
-                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,              \
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {  \
-    mca_coll_cohort_module_t *m = MODULE(module);                                                \
-    int rc;                                                                                      \
-    if (coll_cohort_##name(m->state, sbuf, scount, sdtype, rbuf, rcount, rdtype, &rc)) return rc; \
-    return m->prev_##name(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,                      \
-                          m->prev_##name##_module);                                              \
+/* The saved blocking function of a call's kind, on the arguments in `a`. */
+static int run_prev(mca_coll_cohort_module_t *m, const coll_cohort_args_t *a,
+                    struct ompi_communicator_t *comm) {
+  switch (a->kind) {
+    case COLL_COHORT_ALLREDUCE:
+      return m->prev_allreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_allreduce_module);
+    case COLL_COHORT_BCAST:
+      return m->prev_bcast(a->rbuf, a->count, a->dtype, a->root, comm, m->prev_bcast_module);
+    case COLL_COHORT_REDUCE:
+      return m->prev_reduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm, m->prev_reduce_module);
+    case COLL_COHORT_ALLGATHER:
+      return m->prev_allgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, m->prev_allgather_module);
+    case COLL_COHORT_ALLGATHERV:
+      return m->prev_allgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, m->prev_allgatherv_module);
+    case COLL_COHORT_REDUCE_SCATTER_BLOCK:
+      return m->prev_reduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_reduce_scatter_block_module);
+    case COLL_COHORT_REDUCE_SCATTER:
+      return m->prev_reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm, m->prev_reduce_scatter_module);
+    case COLL_COHORT_ALLTOALL:
+      return m->prev_alltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, m->prev_alltoall_module);
+    case COLL_COHORT_ALLTOALLV:
+      return m->prev_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, m->prev_alltoallv_module);
+    case COLL_COHORT_BARRIER:
+      return m->prev_barrier(comm, m->prev_barrier_module);
+    case COLL_COHORT_GATHER:
+      return m->prev_gather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_gather_module);
+    case COLL_COHORT_GATHERV:
+      return m->prev_gatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, a->root, comm, m->prev_gatherv_module);
+    case COLL_COHORT_SCATTER:
+      return m->prev_scatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_scatter_module);
+    case COLL_COHORT_SCATTERV:
+      return m->prev_scatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_scatterv_module);
+    case COLL_COHORT_SCAN:
+      return m->prev_scan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_scan_module);
+    case COLL_COHORT_EXSCAN:
+      return m->prev_exscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_exscan_module);
+    default: return OMPI_ERR_NOT_SUPPORTED;
   }
-COHORT_BLOCKS_COLL(allgather)
-COHORT_BLOCKS_COLL(alltoall)
+}
 
-static int cohort_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module) {
+/* The saved nonblocking function of a call's kind. */
+static int run_iprev(mca_coll_cohort_module_t *m, const coll_cohort_args_t *a,
+                     struct ompi_communicator_t *comm, ompi_request_t **r) {
+  switch (a->kind) {
+    case COLL_COHORT_ALLREDUCE:
+      return m->prev_iallreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iallreduce_module);
+    case COLL_COHORT_BCAST:
+      return m->prev_ibcast(a->rbuf, a->count, a->dtype, a->root, comm, r, m->prev_ibcast_module);
+    case COLL_COHORT_REDUCE:
+      return m->prev_ireduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm, r, m->prev_ireduce_module);
+    case COLL_COHORT_ALLGATHER:
+      return m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, r, m->prev_iallgather_module);
+    case COLL_COHORT_ALLGATHERV:
+      return m->prev_iallgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, r, m->prev_iallgatherv_module);
+    case COLL_COHORT_REDUCE_SCATTER_BLOCK:
+      return m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_ireduce_scatter_block_module);
+    case COLL_COHORT_REDUCE_SCATTER:
+      return m->prev_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm, r, m->prev_ireduce_scatter_module);
+    case COLL_COHORT_ALLTOALL:
+      return m->prev_ialltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, r, m->prev_ialltoall_module);
+    case COLL_COHORT_ALLTOALLV:
+      return m->prev_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, r, m->prev_ialltoallv_module);
+    case COLL_COHORT_BARRIER:
+      return m->prev_ibarrier(comm, r, m->prev_ibarrier_module);
+    case COLL_COHORT_GATHER:
+      return m->prev_igather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_igather_module);
+    case COLL_COHORT_GATHERV:
+      return m->prev_igatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, a->root, comm, r, m->prev_igatherv_module);
+    case COLL_COHORT_SCATTER:
+      return m->prev_iscatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_iscatter_module);
+    case COLL_COHORT_SCATTERV:
+      return m->prev_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_iscatterv_module);
+    case COLL_COHORT_SCAN:
+      return m->prev_iscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iscan_module);
+    case COLL_COHORT_EXSCAN:
+      return m->prev_iexscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iexscan_module);
+    default: return OMPI_ERR_NOT_SUPPORTED;
+  }
+}
+
+/* ------------------------------------------------------------------ nonblocking requests */
+
+/* A nonblocking call Cohort took (logic's request) or staged onto Open MPI's module (inner,
+ * its request on the host copies), as the MPI request the application waits on.  Active ones
+ * are completed from Open MPI's progress loop. */
+typedef struct cohort_nb_request_t {
+  ompi_request_t super;
+  coll_cohort_request_t *logic;
+  ompi_request_t *inner;
+  struct cohort_nb_request_t *next; /* in the active list */
+} cohort_nb_request_t;
+OBJ_CLASS_INSTANCE(cohort_nb_request_t, ompi_request_t, NULL, NULL);
+
+static cohort_nb_request_t *active = NULL;
+static bool progress_registered = false;
+static bool in_progress = false; /* our progress is not reentered */
+
+/* Ends one active request if its call finished: 1 then, 0 while it runs. */
+static int try_complete(cohort_nb_request_t *r) {
+  int rc = MPI_SUCCESS;
+  if (r->inner != NULL) {
+    if (!REQUEST_COMPLETE(r->inner)) return 0;
+    rc = coll_cohort_staged_done(r->logic, r->inner->req_status.MPI_ERROR);
+    r->logic = NULL;
+    ompi_request_free(&r->inner);
+  } else if (!coll_cohort_request_test(r->logic, &rc)) {
+    return 0;
+  }
+  r->super.req_status.MPI_ERROR = rc;
+  ompi_request_complete(&r->super, true);
+  return 1;
+}
+
+static int cohort_progress(void) {
+  if (in_progress || active == NULL) return 0;
+  in_progress = true;
+  int completed = 0;
+  for (cohort_nb_request_t **link = &active; *link != NULL;) {
+    cohort_nb_request_t *r = *link;
+    if (try_complete(r)) {
+      *link = r->next;
+      ++completed;
+    } else {
+      link = &r->next;
+    }
+  }
+  in_progress = false;
+  return completed;
+}
+
+static int nb_request_free(ompi_request_t **request) {
+  cohort_nb_request_t *r = (cohort_nb_request_t *)*request;
+  if (r->logic != NULL) coll_cohort_request_free(r->logic);
+  OMPI_REQUEST_FINI(&r->super);
+  OBJ_RELEASE(r);
+  *request = MPI_REQUEST_NULL;
+  return OMPI_SUCCESS;
+}
+
+/* Collectives cannot be cancelled (MPI-3.1 5.12). */
+static int nb_request_cancel(ompi_request_t *request, int complete) {
+  (void)request;
+  (void)complete;
+  return OMPI_SUCCESS;
+}
+
+static int nb_request_start(struct ompi_communicator_t *comm, coll_cohort_request_t *logic,
+                            ompi_request_t *inner, ompi_request_t **request) {
+  cohort_nb_request_t *r = OBJ_NEW(cohort_nb_request_t);
+  if (r == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
+  OMPI_REQUEST_INIT(&r->super, false);
+  r->super.req_type = OMPI_REQUEST_COLL;
+  r->super.req_state = OMPI_REQUEST_ACTIVE;
+  r->super.req_status = ompi_status_empty;
+  r->super.req_free = nb_request_free;
+  r->super.req_cancel = nb_request_cancel;
+  r->super.req_mpi_object.comm = comm;
+  r->logic = logic;
+  r->inner = inner;
+  r->next = active;
+  active = r;
+  if (!progress_registered) {
+    opal_progress_register(cohort_progress);
+    progress_registered = true;
+  }
+  *request = &r->super;
+  return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ collectives */
+
+/* Every blocking entry: Cohort, Open MPI on staged copies, or the saved function. */
+static int run_blocking(mca_coll_base_module_t *module, struct ompi_communicator_t *comm,
+                        const coll_cohort_args_t *a) {
   mca_coll_cohort_module_t *m = MODULE(module);
-  int rc;
-  if (coll_cohort_barrier(m->state, &rc)) return rc;
-  return m->prev_barrier(comm, m->prev_barrier_module);
+  coll_cohort_request_t *token = NULL;
+  coll_cohort_args_t staged;
+  int rc = MPI_SUCCESS;
+  switch (coll_cohort_call(m->state, a, 0, &token, &staged, &rc)) {
+    case COLL_COHORT_RAN: return rc;
+    case COLL_COHORT_STAGED: return coll_cohort_staged_done(token, run_prev(m, &staged, comm));
+    default: return run_prev(m, a, comm);
+  }
+}
+
+/* Every nonblocking entry, alike. */
+static int run_nonblocking(mca_coll_base_module_t *module, struct ompi_communicator_t *comm,
+                           const coll_cohort_args_t *a, ompi_request_t **request) {
+  mca_coll_cohort_module_t *m = MODULE(module);
+  coll_cohort_request_t *logic = NULL;
+  coll_cohort_args_t staged;
+  ompi_request_t *inner = NULL;
+  int rc = MPI_SUCCESS;
+  switch (coll_cohort_call(m->state, a, 1, &logic, &staged, &rc)) {
+    case COLL_COHORT_RAN:
+      if (logic == NULL) return rc; /* posting failed */
+      return nb_request_start(comm, logic, NULL, request);
+    case COLL_COHORT_STAGED:
+      rc = run_iprev(m, &staged, comm, &inner);
+      if (rc != OMPI_SUCCESS) return coll_cohort_staged_done(logic, rc);
+      return nb_request_start(comm, logic, inner, request);
+    default: return run_iprev(m, a, comm, request);
+  }
+}
+
+typedef struct ompi_datatype_t *dt_t;
+typedef struct ompi_communicator_t *comm_t;
+typedef mca_coll_base_module_t *module_t;
+
+/* The arguments of each family, as one coll_cohort_args_t. */
+#define REDUCTION_ARGS(k, s, r, n, t, o, rt) \
+  { .kind = (k), .sbuf = (s), .rbuf = (r), .count = (n), .dtype = (t), .sdtype = (t), .rdtype = (t), .op = (o), .root = (rt) }
+#define BLOCK_ARGS(k, s, sc, st, r, rc, rt, ro) \
+  { .kind = (k), .sbuf = (s), .scount = (sc), .sdtype = (st), .rbuf = (r), .rcount = (rc), .rdtype = (rt), .root = (ro) }
+
+static int cohort_allreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_ALLREDUCE, s, r, n, t, o, 0);
+  return run_blocking(m, c, &a);
+}
+static int cohort_iallreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_ALLREDUCE, s, r, n, t, o, 0);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_reduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE, s, r, n, t, o, root);
+  return run_blocking(m, c, &a);
+}
+static int cohort_ireduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE, s, r, n, t, o, root);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_reduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER_BLOCK, s, r, n, t, o, 0);
+  return run_blocking(m, c, &a);
+}
+static int cohort_ireduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER_BLOCK, s, r, n, t, o, 0);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_reduce_scatter(const void *s, void *r, const int *ns, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+  coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER, s, r, 0, t, o, 0);
+  a.rcounts = ns;
+  return run_blocking(m, c, &a);
+}
+static int cohort_ireduce_scatter(const void *s, void *r, const int *ns, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+  coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER, s, r, 0, t, o, 0);
+  a.rcounts = ns;
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_scan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_SCAN, s, r, n, t, o, 0);
+  return run_blocking(m, c, &a);
+}
+static int cohort_iscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_SCAN, s, r, n, t, o, 0);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_exscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_EXSCAN, s, r, n, t, o, 0);
+  return run_blocking(m, c, &a);
+}
+static int cohort_iexscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_EXSCAN, s, r, n, t, o, 0);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_bcast(void *b, int n, dt_t t, int root, comm_t c, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_BCAST, NULL, b, n, t, MPI_OP_NULL, root);
+  return run_blocking(m, c, &a);
+}
+static int cohort_ibcast(void *b, int n, dt_t t, int root, comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_BCAST, NULL, b, n, t, MPI_OP_NULL, root);
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_barrier(comm_t c, module_t m) {
+  const coll_cohort_args_t a = {.kind = COLL_COHORT_BARRIER};
+  return run_blocking(m, c, &a);
+}
+static int cohort_ibarrier(comm_t c, ompi_request_t **q, module_t m) {
+  const coll_cohort_args_t a = {.kind = COLL_COHORT_BARRIER};
+  return run_nonblocking(m, c, &a, q);
+}
+
+/* Allgather and alltoall take the same arguments; gather and scatter the same plus a root. */
+#define COHORT_BLOCKS(name, kind)                                                                \
+  static int cohort_##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, comm_t c,  \
+                           module_t m) {                                                         \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                      \
+    return run_blocking(m, c, &a);                                                               \
+  }                                                                                              \
+  static int cohort_i##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, comm_t c, \
+                            ompi_request_t **q, module_t m) {                                    \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                      \
+    return run_nonblocking(m, c, &a, q);                                                         \
+  }
+COHORT_BLOCKS(allgather, COLL_COHORT_ALLGATHER)
+COHORT_BLOCKS(alltoall, COLL_COHORT_ALLTOALL)
+
+#define COHORT_ROOTED_BLOCKS(name, kind)                                                         \
+  static int cohort_##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, int root,  \
+                           comm_t c, module_t m) {                                               \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                   \
+    return run_blocking(m, c, &a);                                                               \
+  }                                                                                              \
+  static int cohort_i##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, int root, \
+                            comm_t c, ompi_request_t **q, module_t m) {                          \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                   \
+    return run_nonblocking(m, c, &a, q);                                                         \
+  }
+COHORT_ROOTED_BLOCKS(gather, COLL_COHORT_GATHER)
+COHORT_ROOTED_BLOCKS(scatter, COLL_COHORT_SCATTER)
+
+static int cohort_allgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLGATHERV, s, sc, st, r, 0, rt, 0);
+  a.rcounts = rcs, a.rdispls = rds;
+  return run_blocking(m, c, &a);
+}
+static int cohort_iallgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, ompi_request_t **q, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLGATHERV, s, sc, st, r, 0, rt, 0);
+  a.rcounts = rcs, a.rdispls = rds;
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_gatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, int root, comm_t c, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_GATHERV, s, sc, st, r, 0, rt, root);
+  a.rcounts = rcs, a.rdispls = rds;
+  return run_blocking(m, c, &a);
+}
+static int cohort_igatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_GATHERV, s, sc, st, r, 0, rt, root);
+  a.rcounts = rcs, a.rdispls = rds;
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_scatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc, dt_t rt, int root, comm_t c, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_SCATTERV, s, 0, st, r, rc, rt, root);
+  a.scounts = scs, a.sdispls = sds;
+  return run_blocking(m, c, &a);
+}
+static int cohort_iscatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc, dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_SCATTERV, s, 0, st, r, rc, rt, root);
+  a.scounts = scs, a.sdispls = sds;
+  return run_nonblocking(m, c, &a, q);
+}
+static int cohort_alltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLTOALLV, s, 0, st, r, 0, rt, 0);
+  a.scounts = scs, a.sdispls = sds, a.rcounts = rcs, a.rdispls = rds;
+  return run_blocking(m, c, &a);
+}
+static int cohort_ialltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, ompi_request_t **q, module_t m) {
+  coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLTOALLV, s, 0, st, r, 0, rt, 0);
+  a.scounts = scs, a.sdispls = sds, a.rcounts = rcs, a.rdispls = rds;
+  return run_nonblocking(m, c, &a, q);
 }
 
 /* ------------------------------------------------------------------ module */
@@ -141,14 +452,17 @@ static int cohort_barrier(struct ompi_communicator_t *comm, mca_coll_base_module
  * the module declines. */
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
   mca_coll_cohort_module_t *m = MODULE(module);
-#define COHORT_SAVE_PREV(name, bit)                                               \
-  if (offered & (bit)) {                                                          \
-    if (comm->c_coll->coll_##name == NULL || comm->c_coll->coll_##name##_module == NULL) { \
-      return OMPI_ERROR;                                                          \
-    }                                                                             \
-    m->prev_##name = comm->c_coll->coll_##name;                                   \
-    m->prev_##name##_module = comm->c_coll->coll_##name##_module;                 \
-    OBJ_RETAIN(m->prev_##name##_module);                                          \
+#define COHORT_SAVE_ONE(name)                                                               \
+  if (comm->c_coll->coll_##name == NULL || comm->c_coll->coll_##name##_module == NULL) {     \
+    return OMPI_ERROR;                                                                       \
+  }                                                                                          \
+  m->prev_##name = comm->c_coll->coll_##name;                                                \
+  m->prev_##name##_module = comm->c_coll->coll_##name##_module;                              \
+  OBJ_RETAIN(m->prev_##name##_module);
+#define COHORT_SAVE_PREV(name, kind) \
+  if (offered & (1 << (kind))) {     \
+    COHORT_SAVE_ONE(name)            \
+    COHORT_SAVE_ONE(i##name)         \
   }
   COHORT_FOR_EACH_COLL(COHORT_SAVE_PREV)
   m->state = coll_cohort_comm_new(comm);
@@ -199,8 +513,9 @@ static int cohort_register(void) {
       &params.host_buffers);
   (void)mca_base_component_var_register(
       c, "collectives",
-      "Collectives Cohort runs, comma-separated: allreduce, bcast, reduce, allgather, "
-      "reduce_scatter_block, alltoall, barrier; or all",
+      "Collectives Cohort runs (each with its nonblocking form), comma-separated: allreduce, "
+      "bcast, reduce, allgather, allgatherv, reduce_scatter_block, reduce_scatter, alltoall, "
+      "alltoallv, barrier, gather, gatherv, scatter, scatterv, scan, exscan; or all",
       MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
       &params.collectives);
   (void)mca_base_component_var_register(
@@ -221,6 +536,8 @@ static int cohort_open(void) {
 }
 
 static int cohort_close(void) {
+  if (progress_registered) opal_progress_unregister(cohort_progress);
+  progress_registered = false;
   opal_output_close(output_stream);
   output_stream = -1;
   return OMPI_SUCCESS;
@@ -252,8 +569,11 @@ static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *com
   mca_coll_cohort_module_t *m = OBJ_NEW(mca_coll_cohort_module_t);
   if (m == NULL) return NULL;
   m->super.coll_module_enable = module_enable;
-#define COHORT_OFFER(name, bit) \
-  if (offered & (bit)) m->super.coll_##name = cohort_##name;
+#define COHORT_OFFER(name, kind)      \
+  if (offered & (1 << (kind))) {       \
+    m->super.coll_##name = cohort_##name; \
+    m->super.coll_i##name = cohort_i##name; \
+  }
   COHORT_FOR_EACH_COLL(COHORT_OFFER)
   *priority = params.priority;
   return &m->super;

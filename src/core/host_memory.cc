@@ -1,0 +1,122 @@
+// Staging memory and copies between memory kinds, for callers that move device buffers through
+// the host (cohort.h: cohort_host_alloc, cohort_host_free, cohort_memcpy).  The driver is the
+// one cuda_driver.cc loads; without it every buffer is host memory and these are malloc, free
+// and memcpy.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "core/cuda_driver.h"
+#include "core/status.h"
+
+namespace cohort {
+namespace {
+
+using CuResult = int;
+constexpr CuResult kCudaSuccess = 0;
+constexpr unsigned kHostAllocPortable = 1;  // CU_MEMHOSTALLOC_PORTABLE
+using CuMemHostAlloc = CuResult (*)(void **, size_t, unsigned);
+using CuMemFreeHost = CuResult (*)(void *);
+using CuMemcpy = CuResult (*)(uintptr_t, uintptr_t, size_t);  // unified addressing
+
+struct DriverCopies {
+  CuMemHostAlloc host_alloc = nullptr;
+  CuMemFreeHost free_host = nullptr;
+  CuMemcpy memcpy = nullptr;
+};
+
+const DriverCopies &driver() {
+  static const DriverCopies d = [] {
+    DriverCopies out;
+    void *lib = driver_library();
+    if (lib == nullptr) return out;
+    out.host_alloc = reinterpret_cast<CuMemHostAlloc>(dlsym(lib, "cuMemHostAlloc"));
+    out.free_host = reinterpret_cast<CuMemFreeHost>(dlsym(lib, "cuMemFreeHost"));
+    out.memcpy = reinterpret_cast<CuMemcpy>(dlsym(lib, "cuMemcpy_v2"));
+    return out;
+  }();
+  return d;
+}
+
+// The page-locked allocations made here: cohort_host_free must know which free to call, and
+// the thread that frees may have no context to ask the driver on.
+struct Pinned {
+  std::mutex mutex;
+  std::unordered_set<void *> live;
+};
+Pinned &pinned() {
+  static Pinned *p = new Pinned;  // never destroyed: frees may come from exit handlers
+  return *p;
+}
+
+bool pinned_allocation(size_t bytes, void **ptr) {
+  const DriverCopies &d = driver();
+  if (d.host_alloc == nullptr || d.free_host == nullptr) return false;
+  if (!memory_kind_detector().thread_has_context()) return false;
+  if (d.host_alloc(ptr, bytes, kHostAllocPortable) != kCudaSuccess) return false;
+  std::lock_guard<std::mutex> lock(pinned().mutex);
+  pinned().live.insert(*ptr);
+  return true;
+}
+
+bool needs_driver(const void *buffer) {
+  const cohort_memory_kind_t kind = memory_kind_detector().kind_of(buffer);
+  return kind == COHORT_MEMORY_CUDA_DEVICE || kind == COHORT_MEMORY_CUDA_MANAGED;
+}
+
+}  // namespace
+}  // namespace cohort
+
+using namespace cohort;
+
+extern "C" {
+
+cohort_status_t cohort_host_alloc(size_t bytes, void **ptr) {
+  if (ptr == nullptr) return fail(COHORT_ERR_INVALID_ARG, "cohort_host_alloc: ptr (output) is NULL");
+  *ptr = nullptr;
+  if (bytes == 0) return COHORT_SUCCESS;
+  if (pinned_allocation(bytes, ptr)) return COHORT_SUCCESS;
+  *ptr = std::malloc(bytes);
+  if (*ptr == nullptr) {
+    return failf(COHORT_ERR_NO_MEMORY, "cohort_host_alloc: %zu bytes of host memory", bytes);
+  }
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_host_free(void *ptr) {
+  if (ptr == nullptr) return COHORT_SUCCESS;
+  bool was_pinned = false;
+  {
+    std::lock_guard<std::mutex> lock(pinned().mutex);
+    was_pinned = pinned().live.erase(ptr) > 0;
+  }
+  if (!was_pinned) {
+    std::free(ptr);
+  } else if (driver().free_host(ptr) != kCudaSuccess) {
+    return fail(COHORT_ERR_CUDA, "cohort_host_free: cuMemFreeHost failed");
+  }
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0) return COHORT_SUCCESS;
+  if (dst == nullptr || src == nullptr) {
+    return failf(COHORT_ERR_INVALID_ARG, "cohort_memcpy: %s is NULL (%zu bytes)",
+                 dst == nullptr ? "dst" : "src", bytes);
+  }
+  if (!needs_driver(dst) && !needs_driver(src)) {
+    std::memcpy(dst, src, bytes);
+    return COHORT_SUCCESS;
+  }
+  if (driver().memcpy(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src),
+                      bytes) != kCudaSuccess) {
+    return failf(COHORT_ERR_CUDA, "cohort_memcpy: cuMemcpy of %zu bytes failed (dst %p, src %p)", bytes, dst, src);
+  }
+  return COHORT_SUCCESS;
+}
+
+}  // extern "C"

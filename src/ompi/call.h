@@ -1,0 +1,48 @@
+// One MPI collective call as the logic sees it: the glue's arguments, this rank's place in the
+// communicator, and what each buffer holds (its byte range, whether the call reads or writes
+// it) for the memory rule and for staging.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "coll_cohort.h"
+
+namespace cohort::ompi {
+
+using Kind = coll_cohort_kind_t;
+
+// Bytes a buffer spans for the call: [begin, begin + bytes).
+struct Region {
+  const char *begin = nullptr;
+  size_t bytes = 0;
+};
+
+// One buffer the call uses on this rank.
+enum class Side { kSend, kRecv };
+struct BufferUse {
+  Side side = Side::kSend;
+  Region region;         // what the call may touch from it (empty: nothing)
+  bool written = false;  // the call writes it (else it only reads it)
+};
+
+struct Call {
+  coll_cohort_args_t args;
+  bool nonblocking = false;
+  int rank = 0;
+  int size = 1;
+
+  Kind kind() const { return args.kind; }
+  bool is_root() const { return rank == args.root; }
+  // MPI_IN_PLACE on this rank (at the root only, for the rooted collectives).
+  bool in_place() const;
+  // Whether the collective reduces (its datatype and op must be Cohort's).
+  bool reduces() const;
+  // The buffers this rank passes and uses (none for a barrier, a count of 0, reduce's receive
+  // buffer off the root, ...).  False when MPI cannot tell a datatype's extent.
+  bool buffers(std::vector<BufferUse> *out) const;
+};
+
+}  // namespace cohort::ompi

@@ -1,0 +1,73 @@
+// Staging: a call whose device buffers cannot be served where they are runs on host copies of
+// them.  Each device buffer's region (call.h) is copied into page-locked host memory before
+// the call, and the regions the call writes are copied back after it; buffers in host memory
+// are used as they are.  Blocks come from one pool per communicator and go back to it, so a
+// loop of staged calls allocates nothing after its first.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "call.h"
+#include "cohort.h"
+
+namespace cohort::ompi {
+
+// Page-locked host blocks (cohort_host_alloc), kept for reuse.  Thread-safe: nonblocking calls
+// give their blocks back from Open MPI's progress loop.
+class StagingPool {
+ public:
+  StagingPool() = default;
+  StagingPool(const StagingPool &) = delete;
+  StagingPool &operator=(const StagingPool &) = delete;
+  ~StagingPool();
+
+  // A block of at least `bytes`, or nullptr (out of memory).
+  char *take(size_t bytes, size_t *capacity);
+  void give_back(char *block, size_t capacity);
+  size_t held_bytes() const;  // in blocks not in use
+
+ private:
+  struct Block {
+    char *data;
+    size_t capacity;
+  };
+  mutable std::mutex mutex_;
+  std::vector<Block> free_;
+};
+
+// The host copies of one call's device buffers.
+class Staging {
+ public:
+  explicit Staging(StagingPool &pool) : pool_(pool) {}
+  Staging(const Staging &) = delete;
+  Staging &operator=(const Staging &) = delete;
+  ~Staging();
+
+  // Takes a host copy of each device buffer and fills it (cohort_memcpy); `args` then points
+  // at the copies.  A failure (out of pinned memory, a failed copy) returns its status.
+  cohort_status_t stage(const Call &call, const std::vector<BufferUse> &buffers,
+                        coll_cohort_args_t *args);
+  // Copies every written copy back to its device buffer.
+  cohort_status_t unstage();
+  size_t bytes() const;  // staged in all
+
+ private:
+  struct Copy {
+    Side side;
+    const char *device;  // the region's first byte in device memory
+    char *host;          // its copy
+    size_t bytes;
+    size_t capacity;
+    bool written;
+  };
+  StagingPool &pool_;
+  std::vector<Copy> copies_;
+};
+
+// Whether any of the call's buffers is CUDA device memory (which the CPU cannot touch).
+bool has_device_buffer(const std::vector<BufferUse> &buffers);
+
+}  // namespace cohort::ompi
