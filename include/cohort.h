@@ -341,7 +341,49 @@ COHORT_API cohort_status_t cohort_scan(cohort_team_t team, const void *sendbuf, 
  * sendbuf == recvbuf.  COHORT_AVG is refused as for cohort_scan. */
 COHORT_API cohort_status_t cohort_exscan(cohort_team_t team, const void *sendbuf, void *recvbuf,
                                          size_t count, cohort_dtype_t dtype, cohort_op_t op);
-/* Gather, scatter, scan and exscan take host memory only (device memory:
+/* V-variants (MPI's allgatherv, alltoallv, gatherv, scatterv, reduce_scatter): each rank's
+ * block has its own count and displacement, in elements of dtype.  The arrays hold one entry
+ * per rank and are read during the call only (the _post forms copy them); any count may be 0.
+ * A buffer may be NULL where this rank moves no element of it.
+ * - allgatherv: rank r sends recvcounts[r] elements from sendbuf, which land at
+ *   recvbuf + displs[r] on every rank.  In place: sendbuf == recvbuf + displs[rank].
+ * - alltoallv: block q of sendbuf (sendcounts[q] elements at sdispls[q]) goes to rank q, which
+ *   puts it at its rdispls[rank] (recvcounts[rank] elements).  In place: sendbuf == recvbuf;
+ *   then the receive layout serves both sides and sendcounts, sdispls may be NULL.
+ * - gatherv: rank r sends sendcount elements, which land at recvbuf + displs[r] on the root
+ *   (recvcounts[r] elements).  recvbuf, recvcounts and displs are used (and may be NULL) on the
+ *   root only.  In place on the root: sendbuf == recvbuf + displs[root] (sendcount unused).
+ * - scatterv: the root sends sendcounts[r] elements from sendbuf + displs[r] to rank r's recvbuf
+ *   (recvcount elements).  sendbuf, sendcounts and displs are used only on the root.  In place
+ *   on the root: recvbuf == sendbuf + displs[root] (recvcount unused).
+ * - reduce_scatterv: sendbuf holds sum(recvcounts) elements; rank r gets op over the ranks'
+ *   blocks of recvcounts[r] elements that start at recvcounts[0] + ... + recvcounts[r-1]
+ *   (COHORT_AVG divides by the team size, as reduce-scatter).  In place: recvbuf == sendbuf +
+ *   that start.
+ * A block's displacement + count must fit a buffer, and a rank's block to itself must have one
+ * size on both sides (alltoallv's sendcounts[rank] == recvcounts[rank], the root's sendcount
+ * or recvcount == its own entry); otherwise COHORT_ERR_INVALID_ARG, before any traffic.
+ * Counts that disagree between ranks (rank r sends 5 elements where its receiver expects 7)
+ * are the caller's duty, as in MPI: the channels carry bytes without sizes, so such a call
+ * corrupts data, or stalls until COHORT_COLL_TIMEOUT, and may leave the team unusable. */
+COHORT_API cohort_status_t cohort_allgatherv(cohort_team_t team, const void *sendbuf, void *recvbuf,
+                                             const size_t *recvcounts, const size_t *displs,
+                                             cohort_dtype_t dtype);
+COHORT_API cohort_status_t cohort_alltoallv(cohort_team_t team, const void *sendbuf,
+                                            const size_t *sendcounts, const size_t *sdispls,
+                                            void *recvbuf, const size_t *recvcounts,
+                                            const size_t *rdispls, cohort_dtype_t dtype);
+COHORT_API cohort_status_t cohort_gatherv(cohort_team_t team, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, cohort_dtype_t dtype, int root);
+COHORT_API cohort_status_t cohort_scatterv(cohort_team_t team, const void *sendbuf,
+                                           const size_t *sendcounts, const size_t *displs,
+                                           void *recvbuf, size_t recvcount, cohort_dtype_t dtype,
+                                           int root);
+COHORT_API cohort_status_t cohort_reduce_scatterv(cohort_team_t team, const void *sendbuf,
+                                                  void *recvbuf, const size_t *recvcounts,
+                                                  cohort_dtype_t dtype, cohort_op_t op);
+/* Gather, scatter, scan, exscan and the v-variants take host memory only (device memory:
  * COHORT_ERR_NOT_SUPPORTED naming the call); they have no stream-ordered form yet. */
 
 /* Nonblocking forms: the same arguments, plus a request that cohort_request_test (returns
@@ -384,6 +426,29 @@ COHORT_API cohort_status_t cohort_scan_post(cohort_team_t team, const void *send
 COHORT_API cohort_status_t cohort_exscan_post(cohort_team_t team, const void *sendbuf,
                                               void *recvbuf, size_t count, cohort_dtype_t dtype,
                                               cohort_op_t op, cohort_request_t *request);
+COHORT_API cohort_status_t cohort_allgatherv_post(cohort_team_t team, const void *sendbuf,
+                                                  void *recvbuf, const size_t *recvcounts,
+                                                  const size_t *displs, cohort_dtype_t dtype,
+                                                  cohort_request_t *request);
+COHORT_API cohort_status_t cohort_alltoallv_post(cohort_team_t team, const void *sendbuf,
+                                                 const size_t *sendcounts, const size_t *sdispls,
+                                                 void *recvbuf, const size_t *recvcounts,
+                                                 const size_t *rdispls, cohort_dtype_t dtype,
+                                                 cohort_request_t *request);
+COHORT_API cohort_status_t cohort_gatherv_post(cohort_team_t team, const void *sendbuf,
+                                               size_t sendcount, void *recvbuf,
+                                               const size_t *recvcounts, const size_t *displs,
+                                               cohort_dtype_t dtype, int root,
+                                               cohort_request_t *request);
+COHORT_API cohort_status_t cohort_scatterv_post(cohort_team_t team, const void *sendbuf,
+                                                const size_t *sendcounts, const size_t *displs,
+                                                void *recvbuf, size_t recvcount,
+                                                cohort_dtype_t dtype, int root,
+                                                cohort_request_t *request);
+COHORT_API cohort_status_t cohort_reduce_scatterv_post(cohort_team_t team, const void *sendbuf,
+                                                       void *recvbuf, const size_t *recvcounts,
+                                                       cohort_dtype_t dtype, cohort_op_t op,
+                                                       cohort_request_t *request);
 COHORT_API cohort_status_t cohort_request_test(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_wait(cohort_request_t request);
 COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
@@ -419,8 +484,8 @@ COHORT_API cohort_status_t cohort_reduce_scatter_stream(cohort_team_t team, cons
                                                         cohort_dtype_t dtype, cohort_op_t op,
                                                         void *stream);
 COHORT_API cohort_status_t cohort_alltoall_stream(cohort_team_t team, const void *sendbuf,
-                                                  void *recvbuf, size_t count,
-                                                  cohort_dtype_t dtype, void *stream);
+                                                  void *recvbuf, size_t count, cohort_dtype_t dtype,
+                                                  void *stream);
 COHORT_API cohort_status_t cohort_barrier_stream(cohort_team_t team, void *stream);
 
 /* Point-to-point on host memory: `count` elements to or from team rank `peer` (self

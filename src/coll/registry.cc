@@ -55,6 +55,18 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "pipelined chain in rank order: rank r keeps the prefix of 0..r-1 and passes it on with "
        "its input added",
        make_exscan_chain, kHostMemory},
+      // The v-variants: the same schedules over each rank's own count and displacement.
+      {"ring", Collective::kAllgatherv, "blocks of any size passed around the plan's ring",
+       make_allgather_ring, kHostMemory},
+      {"pairwise", Collective::kAlltoallv, "step s: send to rank+s, receive from rank-s",
+       make_alltoall_pairwise, kHostMemory},
+      {"direct", Collective::kGatherv, "every rank sends its block to the root; one step",
+       make_gather_direct, kHostMemory},
+      {"direct", Collective::kScatterv, "the root sends block q to rank q; one step",
+       make_scatter_direct, kHostMemory},
+      {"ring", Collective::kReduceScatterv,
+       "partial sums of blocks of any size around the plan's ring, n-1 steps",
+       make_reduce_scatter_ring, kHostMemory},
       // GPU kernels over the local ranks' windows (src/kernels).
       {"oneshot", Collective::kAllreduce,
        "GPU: every rank pushes its input into every peer's window, then reduces all of them; "

@@ -8,7 +8,8 @@ namespace cohort::coll {
 namespace {
 const char *const kNames[] = {"allreduce",      "reduce",   "broadcast", "allgather",
                               "reduce_scatter", "alltoall", "barrier",   "gather",
-                              "scatter",        "scan",     "exscan"};
+                              "scatter",        "scan",     "exscan",    "allgatherv",
+                              "alltoallv",      "gatherv",  "scatterv",  "reduce_scatterv"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Collective::kCount));
 }  // namespace
 
@@ -22,6 +23,11 @@ bool collective_from_name(const char *name, Collective *out) {
     }
   }
   return false;
+}
+
+bool is_vcollective(Collective c) {
+  return c == Collective::kAllgatherv || c == Collective::kAlltoallv || c == Collective::kGatherv ||
+         c == Collective::kScatterv || c == Collective::kReduceScatterv;
 }
 
 RingView::RingView(const CollArgs &args)

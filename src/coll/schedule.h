@@ -66,11 +66,33 @@ enum class Collective : uint8_t {
   kScatter,
   kScan,
   kExscan,
+  // The v-variants: the same schedules over per-rank blocks (CollArgs::layouts).
+  kAllgatherv,
+  kAlltoallv,
+  kGatherv,
+  kScatterv,
+  kReduceScatterv,
   kCount
 };
 
 const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
 bool collective_from_name(const char *name, Collective *out);
+bool is_vcollective(Collective c);  // allgatherv, alltoallv, gatherv, scatterv, reduce_scatterv
+
+// One blocked buffer of a v-variant: block k has counts[k] elements from element displs[k].
+struct BlockLayout {
+  std::vector<size_t> counts;
+  std::vector<size_t> displs;
+  Span block(Buffer buffer, int k) const { return Span{buffer, displs[k], counts[k]}; }
+};
+
+// A v-variant's blocked buffers, copied from the caller's arrays (a posted call outlives them).
+// `send` lays out the input (and alltoall's in-place scratch copy of it), `recv` the output;
+// an empty one is not blocked on this rank (gatherv's input, a non-root's buffers).
+struct BlockLayouts {
+  BlockLayout send;
+  BlockLayout recv;
+};
 
 // Memory kinds as a set: bit k stands for cohort_memory_kind_t k.
 using MemoryKinds = uint32_t;
@@ -86,7 +108,9 @@ constexpr MemoryKinds kAnyMemory = kHostMemory | kDeviceMemory;
 // `count` elements; allgather: `count` from each rank (output size x count); reduce-scatter:
 // `count` to each rank (input size x count); alltoall: `count` to and from each rank;
 // gather: `count` from each rank (the root's output size x count); scatter: `count` to each
-// rank (the root's input size x count); scan, exscan: `count` elements.
+// rank (the root's input size x count); scan, exscan: `count` elements.  The v-variants: the
+// blocks are `layouts`', and `count` is this rank's own one (the block it sends to or gets
+// from itself: allgatherv's and gatherv's input, scatterv's and reduce_scatterv's output).
 struct CollArgs {
   Collective collective = Collective::kAllreduce;
   size_t count = 0;
@@ -106,6 +130,8 @@ struct CollArgs {
   const std::vector<std::vector<int>> *ring_positions = nullptr;
   // The host index of each team rank (null: one host), for hierarchical algorithms.
   const std::vector<int> *node_of_rank = nullptr;
+  // The v-variants' per-rank blocks; null: the uniform layout, block k at k * count.
+  std::shared_ptr<const BlockLayouts> layouts;
 };
 
 // One rank's schedule for one call.  Cheap to make; steps are computed on demand, without
@@ -121,9 +147,13 @@ class Algorithm {
   const CollArgs &args() const { return args_; }
 
  protected:
-  // Block `k` of a buffer that holds one block of `count` elements per rank (allgather's
-  // output, alltoall's buffers, a scratch slot per rank).
+  // Block `k` of a buffer that holds one block per rank (allgather's output, alltoall's
+  // buffers, a scratch slot per rank): `count` elements at k * count, or in a v-variant the
+  // output's layout for kDst and the input's for the others.
   Span block(Buffer buffer, int k) const {
+    if (args_.layouts) {
+      return (buffer == Buffer::kDst ? args_.layouts->recv : args_.layouts->send).block(buffer, k);
+    }
     return Span{buffer, static_cast<size_t>(k) * args_.count, args_.count};
   }
 

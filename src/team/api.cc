@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/oob_mpi.h"
 #include "core/oob_user.h"
+#include "team/api_calls.h"
 #include "team/report.h"
 #include "team/team.h"
 
@@ -158,6 +159,8 @@ Status create(const char *call, Source source, const cohort_team_config_t *confi
   });
 }
 
+}  // namespace
+
 // A collective through the C API: the team's handle resolved, exceptions kept inside.
 Status run_collective(const char *call, cohort_team_t handle, const CollCall &args) {
   return guarded(call, [&]() -> Status {
@@ -193,6 +196,8 @@ Status post_collective(const char *call, cohort_team_t handle, const CollCall &a
     return COHORT_SUCCESS;
   });
 }
+
+namespace {
 
 // Test or wait on a request handle, on its team.
 Status on_request(const char *call, cohort_request_t handle,

@@ -8,14 +8,10 @@
 namespace cohort {
 namespace {
 
-// No process can hold a buffer this large (2^56 bytes: the user address space of 5-level
-// paging), so a count that needs one is a wrong count, refused before it is used.
-constexpr size_t kMaxBufferBytes = size_t{1} << 56;
-
 bool reduces(coll::Collective c) {
   return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
          c == coll::Collective::kReduceScatter || c == coll::Collective::kScan ||
-         c == coll::Collective::kExscan;
+         c == coll::Collective::kExscan || c == coll::Collective::kReduceScatterv;
 }
 
 bool prefix(coll::Collective c) {
@@ -24,7 +20,8 @@ bool prefix(coll::Collective c) {
 
 bool rooted(coll::Collective c) {
   return c == coll::Collective::kReduce || c == coll::Collective::kBroadcast ||
-         c == coll::Collective::kGather || c == coll::Collective::kScatter;
+         c == coll::Collective::kGather || c == coll::Collective::kScatter ||
+         c == coll::Collective::kGatherv || c == coll::Collective::kScatterv;
 }
 
 // Collectives whose larger buffer holds a block per rank (gather's and scatter's on the root;
@@ -37,20 +34,23 @@ bool blocked(coll::Collective c) {
 
 // Collectives with no GPU algorithm: device memory is refused by name, not by the table.
 bool host_only(coll::Collective c) {
-  return c == coll::Collective::kGather || c == coll::Collective::kScatter || prefix(c);
+  return c == coll::Collective::kGather || c == coll::Collective::kScatter || prefix(c) ||
+         coll::is_vcollective(c);
 }
 
 // Which buffers a rank uses: the root alone reads broadcast's and scatter's input and writes
 // reduce's and gather's output; exscan leaves rank 0's output alone.
 bool needs_src(const CollCall &c, int rank) {
-  const bool root_only =
-      c.collective == coll::Collective::kBroadcast || c.collective == coll::Collective::kScatter;
+  const bool root_only = c.collective == coll::Collective::kBroadcast ||
+                         c.collective == coll::Collective::kScatter ||
+                         c.collective == coll::Collective::kScatterv;
   return !root_only || c.root == rank;
 }
 bool needs_dst(const CollCall &c, int rank) {
   if (c.collective == coll::Collective::kExscan) return rank != 0;
-  const bool root_only =
-      c.collective == coll::Collective::kReduce || c.collective == coll::Collective::kGather;
+  const bool root_only = c.collective == coll::Collective::kReduce ||
+                         c.collective == coll::Collective::kGather ||
+                         c.collective == coll::Collective::kGatherv;
   return !root_only || c.root == rank;
 }
 
@@ -85,6 +85,19 @@ bool in_place(const CollCall &c, int rank, size_t elem) {
     case coll::Collective::kScatter: return rank == c.root && d == s + block;
     default: return s == d;
   }
+}
+
+// The uniform collectives' buffers: NULL only where unused (or nothing moves).
+Status check_buffers(const CollCall &c, int rank, size_t elem, coll::CollArgs *args) {
+  if (c.count == 0) return COHORT_SUCCESS;
+  const bool src_used = needs_src(c, rank), dst_used = needs_dst(c, rank);
+  if ((src_used && c.src == nullptr) || (dst_used && c.dst == nullptr)) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu",
+                 coll::collective_name(c.collective),
+                 src_used && c.src == nullptr ? "sendbuf" : "recvbuf", c.count);
+  }
+  args->in_place = in_place(c, rank, elem);
+  return COHORT_SUCCESS;
 }
 
 }  // namespace
@@ -134,13 +147,11 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   args->rings = &info_.plan.rings;
   args->ring_positions = &info_.plan.ring_position;
   args->node_of_rank = &info_.layout.node_of_rank;
-  if (c.collective == coll::Collective::kBarrier || c.count == 0) return COHORT_SUCCESS;
+  if (c.collective == coll::Collective::kBarrier) return COHORT_SUCCESS;
+  const bool vcall = coll::is_vcollective(c.collective);
+  s = vcall ? check_vcall(c, args) : check_buffers(c, info_.rank, elem, args);
+  if (is_error(s) || (!vcall && c.count == 0)) return s;
   const bool src_used = needs_src(c, info_.rank), dst_used = needs_dst(c, info_.rank);
-  if ((src_used && c.src == nullptr) || (dst_used && c.dst == nullptr)) {
-    return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", name,
-                 src_used && c.src == nullptr ? "sendbuf" : "recvbuf", c.count);
-  }
-  args->in_place = in_place(c, info_.rank, elem);
   s = call_memory(name, src_used ? c.src : nullptr, dst_used ? c.dst : nullptr, &args->memory);
   if (is_error(s) || !host_only(c.collective) || args->memory != COHORT_MEMORY_CUDA_DEVICE)
     return s;

@@ -115,7 +115,11 @@ Status CollFront::choose(const CollCall &call, coll::CollArgs *args,
   if (is_error(s)) return s;
   if (s = check(call, args); is_error(s)) return s;
   *rule = nullptr;
-  if (call.count == 0 && call.collective != coll::Collective::kBarrier) return COHORT_SUCCESS;
+  // A v-variant's rank cannot tell whether the others move anything.
+  if (call.count == 0 && call.collective != coll::Collective::kBarrier &&
+      !coll::is_vcollective(call.collective)) {
+    return COHORT_SUCCESS;
+  }
   *rule = selection_.choose(call.collective, args->memory, args->count * args->elem_size,
                             info_.size, info_.layout.node_count);
   if (*rule != nullptr) return COHORT_SUCCESS;

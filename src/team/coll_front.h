@@ -19,6 +19,14 @@
 
 namespace cohort {
 
+// A v-variant's arrays as the caller passed them (read during the call only), in elements.
+struct VArrays {
+  const size_t *send_counts = nullptr;
+  const size_t *send_displs = nullptr;
+  const size_t *recv_counts = nullptr;
+  const size_t *recv_displs = nullptr;
+};
+
 // One collective call as cohort.h takes it.
 struct CollCall {
   coll::Collective collective = coll::Collective::kBarrier;
@@ -28,11 +36,20 @@ struct CollCall {
   cohort_dtype_t dtype = COHORT_INT8;
   cohort_op_t op = COHORT_SUM;
   int root = 0;
+  VArrays arrays{};  // v-variants; `count` is gatherv's sendcount, scatterv's recvcount
 };
+
+// No process can hold a buffer this large (2^56 bytes: the user address space of 5-level
+// paging), so a count that needs one is a wrong count, refused before it is used.
+constexpr size_t kMaxBufferBytes = size_t{1} << 56;
 
 // COHORT_ERR_INVALID_ARG naming `count` (in `what`) when `count` elements of `elem` bytes,
 // `blocks` times over, wrap size_t or exceed any address space (coll_checks.cc).
 Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
+
+// A v-variant's checks past the common ones (coll_checks_v.cc): its arrays, the buffers they
+// need, in place; fills args' layouts, count and in_place.
+Status check_vcall(const CollCall &call, coll::CollArgs *args);
 
 class CollFront {
  public:
