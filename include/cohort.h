@@ -362,10 +362,13 @@ COHORT_API cohort_status_t cohort_exscan(cohort_team_t team, const void *sendbuf
  *   that start.
  * A block's displacement + count must fit a buffer, and a rank's block to itself must have one
  * size on both sides (alltoallv's sendcounts[rank] == recvcounts[rank], the root's sendcount
- * or recvcount == its own entry); otherwise COHORT_ERR_INVALID_ARG, before any traffic.
+ * or recvcount == its own entry); otherwise COHORT_ERR_INVALID_ARG, before any traffic (the
+ * root's own arrays are checked on the root only: as for gather, the others then wait for it
+ * until COHORT_COLL_TIMEOUT).
  * Counts that disagree between ranks (rank r sends 5 elements where its receiver expects 7)
- * are the caller's duty, as in MPI: the channels carry bytes without sizes, so such a call
- * corrupts data, or stalls until COHORT_COLL_TIMEOUT, and may leave the team unusable. */
+ * are the caller's duty, as in MPI: the channels carry bytes without sizes, so no rank can
+ * tell.  Such a call may return COHORT_SUCCESS with wrong data, leave bytes that corrupt the
+ * next collective or make it stall until COHORT_COLL_TIMEOUT, or stall itself. */
 COHORT_API cohort_status_t cohort_allgatherv(cohort_team_t team, const void *sendbuf, void *recvbuf,
                                              const size_t *recvcounts, const size_t *displs,
                                              cohort_dtype_t dtype);

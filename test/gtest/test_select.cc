@@ -29,11 +29,16 @@ TEST(Selection, DefaultsGoDirectForSmallAllreducesOnSmallTeamsAndRingOtherwise) 
   EXPECT_EQ(chosen(s, Collective::kBroadcast, 1 << 30), "chain");
   EXPECT_EQ(chosen(s, Collective::kAlltoall, 0), "pairwise");
   EXPECT_EQ(chosen(s, Collective::kBarrier, 0), "dissemination");
-  for (Collective c :
-       {Collective::kGather, Collective::kScatter, Collective::kScan, Collective::kExscan}) {
-    const bool scan = c == Collective::kScan || c == Collective::kExscan;
-    EXPECT_EQ(chosen(s, c, 8), scan ? "chain" : "direct") << collective_name(c);
-    EXPECT_EQ(chosen(s, c, 1 << 30, 64, 4), scan ? "chain" : "direct") << collective_name(c);
+  // Host-only collectives, and what each takes on any size and shape.
+  const std::pair<Collective, const char *> host_only[] = {
+      {Collective::kGather, "direct"},      {Collective::kScatter, "direct"},
+      {Collective::kScan, "chain"},         {Collective::kExscan, "chain"},
+      {Collective::kAllgatherv, "ring"},    {Collective::kAlltoallv, "pairwise"},
+      {Collective::kGatherv, "direct"},     {Collective::kScatterv, "direct"},
+      {Collective::kReduceScatterv, "ring"}};
+  for (auto [c, algorithm] : host_only) {
+    EXPECT_EQ(chosen(s, c, 8), algorithm) << collective_name(c);
+    EXPECT_EQ(chosen(s, c, 1 << 30, 64, 4), algorithm) << collective_name(c);
     EXPECT_EQ(chosen(s, c, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "(none)") << "no GPU algorithm";
   }
 }
@@ -124,7 +129,8 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
       {"allreduse=ring", "unknown collective 'allreduse'"},
       {"gathr=direct",
        "(allreduce, reduce, broadcast, allgather, reduce_scatter, alltoall, "
-       "barrier, gather, scatter, scan, exscan)"},
+       "barrier, gather, scatter, scan, exscan, allgatherv, alltoallv, gatherv, scatterv, "
+       "reduce_scatterv)"},
       {"gather@cuda-device=direct", "direct runs on host+cuda-host+cuda-managed memory only"},
       {"scatter=direct*2", "scatter direct runs on one channel only"},
       {"allreduce=tree",

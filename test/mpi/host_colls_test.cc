@@ -6,12 +6,13 @@
 // non-root's gather output, rank 0's exscan output).
 //   mpirun -np N host_colls_test SCENARIO [--quick 1] [--per-node K]
 // Scenarios: matrix (the cases above), in-flight (several posted at once, waited for in
-// reverse), errors (named refusals, and the buffers that may be NULL).
+// reverse), errors (named refusals, and the buffers that may be NULL); vmatrix and verrors
+// do the same for the v-variants (host_vcolls.cc).
 #include <algorithm>
 #include <climits>
 #include <vector>
 
-#include "test_support.h"
+#include "host_colls.h"
 #include "test_values.h"
 
 using namespace mpi_test;
@@ -199,13 +200,6 @@ long run_case(cohort_team_t team, const Case &c) {
   return bad;
 }
 
-// Ranks on fake hosts of K ranks (UCX between them) with --per-node K.
-struct FakeHosts {
-  std::string host = "colls-node-" + std::to_string(g_rank / std::max(opt_int("per-node", 1), 1));
-  ScopedEnv env{"COHORT_HOST_ID",
-                opt_int("per-node", 0) > 0 ? host.c_str() : getenv("COHORT_HOST_ID")};
-};
-
 std::vector<int> roots() {
   std::vector<int> r = {0, g_size - 1, g_size / 2};
   std::sort(r.begin(), r.end());
@@ -344,9 +338,8 @@ void scenario_errors() {
 
 int main(int argc, char **argv) {
   const Scenarios scenarios = {
-      {"matrix", scenario_matrix},
-      {"in-flight", scenario_in_flight},
-      {"errors", scenario_errors},
+      {"matrix", scenario_matrix},   {"in-flight", scenario_in_flight}, {"errors", scenario_errors},
+      {"vmatrix", scenario_vmatrix}, {"verrors", scenario_verrors},
   };
   return run_main(argc, argv, scenarios);
 }
