@@ -156,7 +156,7 @@ done
 if [ -z "$MPIFORT" ]; then
   for np in 0 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no Fortran MPI compiler (mpifort)"; done
 else
-  "$MPIFORT" -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
+  "$MPIFORT" -Wall -Wextra -Werror -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
   result $? "the Fortran test program builds (use mpi)"
   for np in 2 3 4; do
     run "$stage/fon$np" "$np" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/ftest"
