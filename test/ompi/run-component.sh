@@ -111,11 +111,12 @@ not_on_cohort() {  # collectives...: none ran on Cohort
   [ -z "$found" ] || { echo "on Cohort:$found" >>"$log"; return 1; }
 }
 all_fell_back() {  # reason collectives...: none ran on Cohort, each fell back for the reason
-  missing=""
+  reason=$1 missing=""
+  shift
   for c in "$@"; do
-    entry "$c" | grep -Eq " $c 0 on Cohort, [1-9][0-9]* fell back \($1" || missing="$missing $c"
+    entry "$c" | grep -Eq " $c 0 on Cohort, [1-9][0-9]* fell back \($reason" || missing="$missing $c"
   done
-  [ -z "$missing" ] || { echo "did not fall back ($1):$missing" >>"$log"; return 1; }
+  [ -z "$missing" ] || { echo "did not fall back ($reason):$missing" >>"$log"; return 1; }
 }
 # Every MPI-3.1 collective on intra-communicators the component serves, by Open MPI's names.
 blocking="MPI_Allreduce MPI_Bcast MPI_Reduce MPI_Allgather MPI_Reduce_scatter_block MPI_Alltoall
@@ -157,7 +158,7 @@ if [ -z "$MPIFORT" ]; then
   for np in 0 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no Fortran MPI compiler (mpifort)"; done
 else
   "$MPIFORT" -Wall -Wextra -Werror -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
-  result $? "the Fortran test program builds (use mpi)"
+  result $? "the Fortran test program builds (use mpi) with -Wall -Wextra -Werror"
   for np in 2 3 4; do
     run "$stage/fon$np" "$np" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/ftest"
     status=$?
