@@ -1,14 +1,23 @@
-/* Runs the collectives the cohort component serves the way an unmodified application does:
- * each call once on MPI_COMM_WORLD (the component's, when it is loaded) and once on a duplicate
- * made with the info key coll_cohort_enable=false (Open MPI's own modules), on buffers filled
- * alike, then compares the whole of every buffer byte for byte: send and receive, the result
- * and what lies past it (sentinels that depend on rank and index, up to kGuard elements beyond
- * what the call may use), and the receive buffer that reduce's non-roots pass but MPI never
- * uses.  Each result is also checked against values computed here, and one digest line per case
- * and rank ("rank case digest", over the whole buffers) lets a run be compared with one on Open
- * MPI's modules.  The unsupported cases at the end (MPI_MAXLOC, a user op, MPI_SHORT, a strided
- * type) must fall back and still be right.  The ranks agree on the outcome through Open MPI's
- * communicator; exits 1 if anything was wrong. */
+/* Runs every MPI-3.1 collective on intra-communicators the cohort component serves the way an
+ * unmodified application does, blocking and nonblocking: each call once on MPI_COMM_WORLD (the
+ * component's, when it is loaded) and once on a duplicate made with the info key
+ * coll_cohort_enable=false (Open MPI's own modules), on buffers filled alike, then compares the
+ * whole of every buffer byte for byte: send and receive, the result and what lies past it
+ * (sentinels that depend on rank and index, up to kGuard elements beyond what the call may
+ * use, and the gaps between the blocks of the v-collectives), and the buffers that rooted
+ * collectives' non-roots pass but MPI never uses.  Each result is also checked, element by
+ * element over the whole receive buffer, against values computed here, and every send buffer
+ * must come back as it went in.  Exscan's rank 0 receives what MPI leaves undefined: neither
+ * compared nor digested.  The blocking forms run over counts 0, 1, 7, 1023 and 65537 (per-rank
+ * counts derived from them, some zero, for the v-collectives), several types, all four ops,
+ * roots 0 and size - 1, in place and not; each nonblocking form runs once per count completed
+ * by MPI_Wait, and again in groups of all of them posted back to back with a blocking call
+ * before MPI_Waitall or MPI_Wait in the reverse order; two are polled with MPI_Test.  One
+ * digest line per case and rank ("rank case digest", over the whole buffers) lets a run be
+ * compared with one on Open MPI's modules; the summary line counts them.  The unsupported cases
+ * at the end (MPI_MAXLOC, a user op, MPI_SHORT, a strided type) must fall back and still be
+ * right.  The ranks agree on the outcome through Open MPI's communicator; exits 1 if anything
+ * was wrong. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdint.h>
@@ -19,7 +28,7 @@
 #include <unistd.h>
 
 static int rank, size, wrong;
-static int cases; /* digest lines printed */
+static int cases;     /* digest lines printed */
 static MPI_Comm ompi; /* MPI_COMM_WORLD's twin that keeps Open MPI's own modules */
 
 static uint64_t digest(uint64_t h, const void *data, size_t bytes) {
@@ -180,7 +189,7 @@ typedef struct {
   const struct Coll *coll;
   Buffer send, recv;               /* send.copy[0] is NULL where the call has no send buffer */
   char *send_before, *recv_before; /* the component's copies as filled, before the call */
-  size_t undefined; /* leading receive elements whose value MPI leaves undefined (exscan's rank 0) */
+  size_t undefined; /* leading receive elements MPI leaves undefined (exscan's rank 0) */
   int *scounts, *sdispls, *rcounts, *rdispls;
 } Job;
 
@@ -246,7 +255,8 @@ static int right_values(const Job *j) {
   char text[160];
   case_text(&j->c, text, sizeof text);
   const Buffer *send = &j->send, *recv = &j->recv;
-  if (send->copy[0] != NULL && memcmp(send->copy[0], j->send_before, send->elems * send->type->size)) {
+  if (send->copy[0] != NULL &&
+      memcmp(send->copy[0], j->send_before, send->elems * send->type->size)) {
     printf("FAIL %s: rank %d: the call changed its %s\n", text, rank, kSideNames[send->side]);
     return 0;
   }
@@ -400,8 +410,8 @@ static void expect_allreduce(const Job *j, double *want) {
 
 static void call_scan(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Scan, MPI_Iscan, send_arg(j, k, c->in_place), j->recv.copy[k],
-                  (int)c->count, datatype(c), kOps[c->op]);
+  BLOCKING_OR_NOT(MPI_Scan, MPI_Iscan, send_arg(j, k, c->in_place), j->recv.copy[k], (int)c->count,
+                  datatype(c), kOps[c->op]);
 }
 
 static void expect_scan(const Job *j, double *want) {
@@ -451,9 +461,8 @@ static void setup_reduce_scatter_block(Job *j) {
 
 static void call_reduce_scatter_block(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
-                  send_arg(j, k, c->in_place), j->recv.copy[k], (int)c->count, datatype(c),
-                  kOps[c->op]);
+  BLOCKING_OR_NOT(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, send_arg(j, k, c->in_place),
+                  j->recv.copy[k], (int)c->count, datatype(c), kOps[c->op]);
 }
 
 static void expect_reduce_scatter_block(const Job *j, double *want) {
@@ -489,7 +498,8 @@ static void setup_bcast(Job *j) {
   const Case *c = &j->c;
   j->send = no_buffer();
   j->recv = buffer_new(kBcast, c->type, c->count);
-  for (size_t i = 0; rank == c->root && i < c->count; ++i) put(&j->recv, i, (double)(i * 3 + c->root));
+  for (size_t i = 0; rank == c->root && i < c->count; ++i)
+    put(&j->recv, i, (double)(i * 3 + c->root));
 }
 
 static void call_bcast(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
@@ -562,8 +572,7 @@ static void setup_gather(Job *j) {
 static void call_gather(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Gather, MPI_Igather, send_arg(j, k, c->in_place && rank == c->root),
-                  (int)c->count, datatype(c), j->recv.copy[k], (int)c->count, datatype(c),
-                  c->root);
+                  (int)c->count, datatype(c), j->recv.copy[k], (int)c->count, datatype(c), c->root);
 }
 
 static void expect_gather(const Job *j, double *want) {
@@ -628,14 +637,15 @@ static void setup_scatterv(Job *j) {
   j->send = buffer_new(kSend, c->type, layout(j->scounts, j->sdispls));
   j->recv = buffer_new(kRecv, c->type, (size_t)j->scounts[rank]);
   for (int r = 0; rank == c->root && r < size; ++r)
-    for (size_t i = 0; i < (size_t)j->scounts[r]; ++i) put(&j->send, j->sdispls[r] + i, payload(r, i));
+    for (size_t i = 0; i < (size_t)j->scounts[r]; ++i)
+      put(&j->send, j->sdispls[r] + i, payload(r, i));
 }
 
 static void call_scatterv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : j->recv.copy[k];
-  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, j->send.copy[k], j->scounts, j->sdispls,
-                  datatype(c), recv, j->scounts[rank], datatype(c), c->root);
+  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, j->send.copy[k], j->scounts, j->sdispls, datatype(c),
+                  recv, j->scounts[rank], datatype(c), c->root);
 }
 
 static void expect_scatterv(const Job *j, double *want) {
@@ -655,9 +665,8 @@ static void setup_allgatherv(Job *j) {
 
 static void call_allgatherv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Allgatherv, MPI_Iallgatherv, send_arg(j, k, c->in_place),
-                  j->rcounts[rank], datatype(c), j->recv.copy[k], j->rcounts, j->rdispls,
-                  datatype(c));
+  BLOCKING_OR_NOT(MPI_Allgatherv, MPI_Iallgatherv, send_arg(j, k, c->in_place), j->rcounts[rank],
+                  datatype(c), j->recv.copy[k], j->rcounts, j->rdispls, datatype(c));
 }
 
 /* Each pair's count differs (and is the same both ways in place, where the receive buffer is
@@ -707,12 +716,14 @@ static void expect_nothing(const Job *j, double *want) {
 
 /* ------------------------------------------------------------ the collectives, swept */
 
-static const Coll kCollAllreduce = {"allreduce", setup_elementwise, call_allreduce, expect_allreduce};
+static const Coll kCollAllreduce = {"allreduce", setup_elementwise, call_allreduce,
+                                    expect_allreduce};
 static const Coll kCollReduce = {"reduce", setup_reduce, call_reduce, expect_reduce};
 static const Coll kCollReduceScatterBlock = {"reduce_scatter_block", setup_reduce_scatter_block,
-                                         call_reduce_scatter_block, expect_reduce_scatter_block};
+                                             call_reduce_scatter_block,
+                                             expect_reduce_scatter_block};
 static const Coll kCollReduceScatter = {"reduce_scatter", setup_reduce_scatter, call_reduce_scatter,
-                                    expect_reduce_scatter};
+                                        expect_reduce_scatter};
 static const Coll kCollScan = {"scan", setup_elementwise, call_scan, expect_scan};
 static const Coll kCollExscan = {"exscan", setup_elementwise, call_exscan, expect_exscan};
 static const Coll kCollBcast = {"bcast", setup_bcast, call_bcast, expect_bcast};
@@ -723,7 +734,7 @@ static const Coll kCollScatter = {"scatter", setup_scatter, call_scatter, expect
 static const Coll kCollGatherv = {"gatherv", setup_gatherv, call_gatherv, expect_gatherv};
 static const Coll kCollScatterv = {"scatterv", setup_scatterv, call_scatterv, expect_scatterv};
 static const Coll kCollAllgatherv = {"allgatherv", setup_allgatherv, call_allgatherv,
-                                 expect_v_blocks};
+                                     expect_v_blocks};
 static const Coll kCollAlltoallv = {"alltoallv", setup_alltoallv, call_alltoallv, expect_alltoallv};
 static const Coll kCollBarrier = {"barrier", setup_barrier, call_barrier, expect_nothing};
 
@@ -735,11 +746,21 @@ typedef struct {
 
 /* Every collective with buffers, in both forms. */
 static const Shape kShapes[] = {
-    {&kCollAllreduce, 1, 0, 1},  {&kCollReduce, 1, 1, 1},     {&kCollReduceScatterBlock, 1, 0, 1},
-    {&kCollReduceScatter, 1, 0, 1}, {&kCollScan, 1, 0, 1},    {&kCollExscan, 1, 0, 1},
-    {&kCollBcast, 0, 1, 0},      {&kCollAllgather, 0, 0, 1},  {&kCollAlltoall, 0, 0, 1},
-    {&kCollGather, 0, 1, 1},     {&kCollScatter, 0, 1, 1},    {&kCollGatherv, 0, 1, 1},
-    {&kCollScatterv, 0, 1, 1},   {&kCollAllgatherv, 0, 0, 1}, {&kCollAlltoallv, 0, 0, 1},
+    {&kCollAllreduce, 1, 0, 1},
+    {&kCollReduce, 1, 1, 1},
+    {&kCollReduceScatterBlock, 1, 0, 1},
+    {&kCollReduceScatter, 1, 0, 1},
+    {&kCollScan, 1, 0, 1},
+    {&kCollExscan, 1, 0, 1},
+    {&kCollBcast, 0, 1, 0},
+    {&kCollAllgather, 0, 0, 1},
+    {&kCollAlltoall, 0, 0, 1},
+    {&kCollGather, 0, 1, 1},
+    {&kCollScatter, 0, 1, 1},
+    {&kCollGatherv, 0, 1, 1},
+    {&kCollScatterv, 0, 1, 1},
+    {&kCollAllgatherv, 0, 0, 1},
+    {&kCollAlltoallv, 0, 0, 1},
 };
 
 /* The blocking form of s over types, all four ops where it reduces, every count, roots 0 and
@@ -755,7 +776,10 @@ static void sweep(const Shape *s, const Type *const *types, size_t num_types) {
                             .derived = MPI_DATATYPE_NULL,
                             .op = s->reduces ? o : -1,
                             .count = kCounts[n],
-                            .root = !s->rooted ? -1 : all_roots ? k : k == 0 ? 0 : size - 1,
+                            .root = !s->rooted  ? -1
+                                    : all_roots ? k
+                                    : k == 0    ? 0
+                                                : size - 1,
                             .in_place = in_place,
                             .form = kBlocking};
             run_case(s->coll, c);
@@ -799,11 +823,15 @@ static void test_blocking(void) {
 /* Case n of shape s in a nonblocking form: the count kCounts[n], and with n a type, an op, a
  * root and in place or not, so that the five cases of each collective vary them all. */
 static Case nonblocking_case(const Shape *s, size_t n, enum Form form) {
-  const Case c = {.type = s->reduces ? &kTypes[n % NUM(kTypes)] : n % 2 ? kDouble : kInt,
+  const Case c = {.type = s->reduces ? &kTypes[n % NUM(kTypes)]
+                          : n % 2    ? kDouble
+                                     : kInt,
                   .derived = MPI_DATATYPE_NULL,
                   .op = s->reduces ? (int)(n % NUM(kOps)) : -1,
                   .count = kCounts[n],
-                  .root = !s->rooted ? -1 : n % 2 ? size - 1 : 0,
+                  .root = !s->rooted ? -1
+                          : n % 2    ? size - 1
+                                     : 0,
                   .in_place = s->in_place && n % 2 == 1,
                   .form = form};
   return c;
@@ -817,7 +845,8 @@ static void run_group(size_t n, enum Form form) {
   Job *jobs[kJobs];
   for (size_t s = 0; s < NUM(kShapes); ++s)
     jobs[s] = job_new(kShapes[s].coll, nonblocking_case(&kShapes[s], n, form));
-  const Case none = {.type = kInt, .derived = MPI_DATATYPE_NULL, .op = -1, .count = 0, .root = -1, .form = form};
+  const Case none = {
+      .type = kInt, .derived = MPI_DATATYPE_NULL, .op = -1, .count = 0, .root = -1, .form = form};
   jobs[kJobs - 1] = job_new(&kCollBarrier, none);
   int between_right = 1;
   for (int k = 0; k < 2; ++k) {
@@ -827,7 +856,8 @@ static void run_group(size_t n, enum Form form) {
     MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comm_of(k));
     between_right &= sum == size * (size + 1) / 2;
     if (form == kWaitall) MPI_Waitall(kJobs, reqs, MPI_STATUSES_IGNORE);
-    for (int g = kJobs - 1; form == kWaitReverse && g >= 0; --g) MPI_Wait(&reqs[g], MPI_STATUS_IGNORE);
+    for (int g = kJobs - 1; form == kWaitReverse && g >= 0; --g)
+      MPI_Wait(&reqs[g], MPI_STATUS_IGNORE);
   }
   char name[64];
   snprintf(name, sizeof name, "group-%zu%s-allreduce-between", kCounts[n], kFormNames[form]);
