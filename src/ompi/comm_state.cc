@@ -74,8 +74,6 @@ BusyScope::~BusyScope() { --t_busy; }
 bool busy() { return t_busy > 0; }
 
 CommState::CommState(MPI_Comm comm) : comm_(comm), ordinal_(g_ordinal++) {
-  MPI_Comm_rank(comm, &rank_);
-  MPI_Comm_size(comm, &size_);
   std::lock_guard<std::mutex> lock(registry().mutex);
   registry().live.insert(this);
 }
@@ -94,6 +92,14 @@ std::string CommState::name() const {
   return "communicator #" + std::to_string(ordinal_);
 }
 
+// Asked at the first call: while Open MPI enables its modules the communicator is not yet one
+// MPI calls accept.
+void CommState::learn_shape() {
+  if (size_ > 0) return;
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
 cohort_team_t CommState::team(CallId call) {
   if (team_state_ == TeamState::kNone) create_team(call);
   return team_state_ == TeamState::kReady ? team_ : nullptr;
@@ -110,19 +116,26 @@ bool CommState::duplicate(const std::string &label, CallId call) {
     dup_ = MPI_COMM_NULL;
     return false;
   }
+  wait_for_all(&request, call, "join its team's communicator");
+  return true;
+}
+
+// Open MPI has no timeout: a rank that never makes the call would hold the others silently.
+// The wait polls, and every coll_cohort_init_timeout seconds says where it is stuck.
+void CommState::wait_for_all(MPI_Request *request, CallId call, const char *what) {
   const double interval = params().init_timeout;
   timespec start;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (double next_warning = interval;;) {
     int done = 0;
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done) return true;
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
     const double waited = seconds_since(start);
     if (waited >= next_warning) {
       say(kWarning,
-          "%s, the first Cohort collective on %s (%d ranks), has waited %.0f s for every rank to "
-          "join its team's communicator: a rank has not made this call (still waiting)",
-          call.name(), label.c_str(), size_, waited);
+          "%s on %s (%d ranks) has waited %.0f s for every rank to %s: a rank has not made this "
+          "call (still waiting)",
+          call.name(), name().c_str(), size(), waited, what);
       next_warning = waited + interval;
     }
     pause_between_polls(waited);
@@ -156,16 +169,19 @@ void CommState::create_team(CallId call) {
   }
   team_state_ = TeamState::kReady;
   if (shown(kSummary)) {
-    say(kSummary, "team for %s (%d ranks) ready in %.3f ms", label.c_str(), size_,
+    say(kSummary, "team for %s (%d ranks) ready in %.3f ms", label.c_str(), size(),
         seconds_since(start) * 1e3);
   }
 }
 
-int CommState::mpi_max(int mine) {
+int CommState::mpi_max(CallId call, int mine) {
   BusyScope busy;  // Open MPI's module runs it
   agreeing_ = true;
   int all = mine;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm_);
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MAX, comm_, &request) == MPI_SUCCESS) {
+    wait_for_all(&request, call, "agree on the memory kind");
+  }
   agreeing_ = false;
   return all;
 }
@@ -174,13 +190,13 @@ bool CommState::all_on_device(CallId call, bool mine) {
   if (memory_ == Memory::kUnknown) {
     int devices = 0;
     cohort_cuda_device_count(&devices);
-    memory_ = mpi_max(devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
+    memory_ = mpi_max(call, devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
   }
   if (memory_ == Memory::kHostOnly || params().uniform_memory) return mine;
   // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
   // exists; before, over Open MPI, so that no team is made for calls that stay there.
   int off = mine ? 0 : 1, any_off = off;
-  if (team_state_ != TeamState::kReady || failed_) return mpi_max(off) == 0;
+  if (team_state_ != TeamState::kReady || failed_) return mpi_max(call, off) == 0;
   BusyScope busy;
   if (cohort_allreduce(team_, &off, &any_off, 1, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
     say(kWarning, "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(),

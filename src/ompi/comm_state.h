@@ -50,6 +50,9 @@ class CommState : NonCopyable {
   // The team, created on first use; nullptr when it cannot be had (every rank alike: team
   // creation ends the same everywhere), after warning once why.
   cohort_team_t team(CallId call);
+  // The team if a blocking call made it already: a nonblocking call must not wait for every
+  // rank to join a new one (and Open MPI's own communicator setup posts them).
+  cohort_team_t ready_team() const { return team_state_ == TeamState::kReady ? team_ : nullptr; }
 
   // Counts a fallback (and says so at verbose 2 the first time, 3 every time); returns 0, the
   // entry points' "fall back".
@@ -75,8 +78,8 @@ class CommState : NonCopyable {
 
   bool failed_before() const { return failed_; }
   MPI_Comm comm() const { return comm_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() { return learn_shape(), rank_; }
+  int size() { return learn_shape(), size_; }
   StagingPool &staging_pool() { return pool_; }
 
   // Destroys the team and prints the summary (verbose >= 1); idempotent.  Runs when the
@@ -95,7 +98,8 @@ class CommState : NonCopyable {
   std::string name() const;
 
   MPI_Comm comm_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 0;  // 0: not asked yet
+  void learn_shape();
   int ordinal_;  // creation order in this process, to name unnamed communicators
   MPI_Comm dup_ = MPI_COMM_NULL;
   cohort_team_t team_ = nullptr;
@@ -103,7 +107,8 @@ class CommState : NonCopyable {
   bool failed_ = false;
   enum class Memory { kUnknown, kHostOnly, kGpu } memory_ = Memory::kUnknown;
   bool agreeing_ = false;
-  int mpi_max(int mine);  // MPI_Allreduce(MAX) on the communicator, through Open MPI's module
+  int mpi_max(CallId call, int mine);  // MAX over the communicator, on Open MPI's module
+  void wait_for_all(MPI_Request *request, CallId call, const char *what);
   std::array<Counts, kNumCallIds> counts_{};
   StagingPool pool_;
 };

@@ -19,11 +19,12 @@ enum class Fallback {
   kOp,             // an op Cohort lacks (MPI_MAXLOC, MPI_BAND, user ops)
   kNotContiguous,  // a datatype with gaps
   kNoTeam,         // this communicator's team could not be created (warned once)
+  kNoTeamYet,      // nonblocking before any blocking call made the team
   kRefused,        // Cohort's own check refused the call before any traffic
   kReentered,      // called from inside Cohort (its own communicator setup)
   kAfterFailure,   // an earlier collective on this communicator failed in Cohort
 };
-constexpr int kNumFallbacks = 8;
+constexpr int kNumFallbacks = 9;
 const char *fallback_text(Fallback reason);
 
 // Where a buffer lives: cohort_memory_kind (the CUDA driver, asked only on threads with a

@@ -136,16 +136,22 @@ int staging_failed(Route &route, cohort_status_t s, int *rc) {
   return COLL_COHORT_RAN;
 }
 
+// The communicator's team: made at the first blocking call that needs it; a nonblocking call
+// takes it only once it is there.
+cohort_team_t team_for(Route &route, std::optional<Fallback> *reason) {
+  cohort_team_t team = route.call.nonblocking ? route.state->ready_team()
+                                              : route.state->team(route.id);
+  if (team == nullptr) *reason = route.call.nonblocking ? Fallback::kNoTeamYet : Fallback::kNoTeam;
+  return team;
+}
+
 // Host copies of the device buffers, run where host memory would run (`reason`: why Cohort
 // cannot take the call at all, so Open MPI's module must).
 int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
                coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc) {
   if (cohort_status_t s = stage(route); s != COHORT_SUCCESS) return staging_failed(route, s, rc);
-  cohort_team_t team = reason ? nullptr : route.state->team(route.id);
-  if (team == nullptr) {
-    return to_open_mpi(route, reason ? fallback_text(*reason) : fallback_text(Fallback::kNoTeam),
-                       request, staged);
-  }
+  cohort_team_t team = reason ? nullptr : team_for(route, &reason);
+  if (team == nullptr) return to_open_mpi(route, fallback_text(*reason), request, staged);
   const size_t bytes = route.staging->bytes();
   cohort_status_t s = start(route, team, request);
   if (refused(s)) return to_open_mpi(route, cohort_last_error(), request, staged);
@@ -157,8 +163,9 @@ int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
 // host path on staged copies when it refuses (the same answer on every rank).
 int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_args_t *staged,
                   int *rc) {
-  cohort_team_t team = route.state->team(route.id);
-  if (team == nullptr) return run_staged(route, Fallback::kNoTeam, nullptr, request, staged, rc);
+  std::optional<Fallback> reason;
+  cohort_team_t team = team_for(route, &reason);
+  if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
   if (!route.cohort->needs_host_memory(route.call)) {
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) return route.state->finish(route.id, s, rc);
@@ -177,8 +184,8 @@ int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail
                 coll_cohort_request_t **request, int *rc) {
   if (!params().host_buffers) return route.state->fall_back(route.id, Fallback::kHostBuffer);
   if (reason) return route.state->fall_back(route.id, *reason, detail);
-  cohort_team_t team = route.state->team(route.id);
-  if (team == nullptr) return route.state->fall_back(route.id, Fallback::kNoTeam);
+  cohort_team_t team = team_for(route, &reason);
+  if (team == nullptr) return route.state->fall_back(route.id, *reason);
   BusyScope busy;
   return route.state->finish(route.id, start(route, team, request), rc);
 }

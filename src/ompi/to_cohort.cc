@@ -12,7 +12,6 @@
 namespace cohort::ompi {
 namespace {
 
-const char *at(const void *ptr, size_t offset) { return static_cast<const char *>(ptr) + offset; }
 char *at(void *ptr, size_t offset) { return static_cast<char *>(ptr) + offset; }
 
 // Counts and displacements of MPI elements as Cohort's (bytes of `elem`-byte elements);
@@ -99,7 +98,7 @@ std::optional<Fallback> CohortCall::prepare_blocks(const Call &call, const char 
   } else if (k == COLL_COHORT_ALLTOALLV) {
     count_ = 0;
   } else if (k == COLL_COHORT_SCATTER || k == COLL_COHORT_SCATTERV) {
-    const size_t root_block = send_is_v ? (send_counts_.empty() ? 0 : send_counts_[call.root])
+    const size_t root_block = send_is_v ? (send_counts_.empty() ? 0 : send_counts_[call.args.root])
                                         : static_cast<size_t>(a.scount) * send_elem_;
     count_ = root_side ? root_block : got;
     if (root_side && !in_place && got != root_block) {
