@@ -171,8 +171,8 @@ Regions block_regions(const Call &c) {
 
 }  // namespace
 
-bool Call::buffers(std::vector<BufferUse> *out) const {
-  out->clear();
+bool Call::buffers(CallBuffers *out) const {
+  out->count = 0;
   Regions r;
   if (kind() == COLL_COHORT_BCAST) {
     put(&r.recv, region(args.rbuf, args.dtype, args.count), &r.ok);
@@ -185,8 +185,8 @@ bool Call::buffers(std::vector<BufferUse> *out) const {
   // The root reads its broadcast buffer; every other rank writes it.  In place, the receive
   // side is read as well as written (staging copies a written buffer in too).
   const bool recv_written = kind() != COLL_COHORT_BCAST || !is_root();
-  if (r.send && r.send->bytes > 0) out->push_back({Side::kSend, *r.send, false});
-  if (r.recv && r.recv->bytes > 0) out->push_back({Side::kRecv, *r.recv, recv_written});
+  if (r.send && r.send->bytes > 0) out->use[out->count++] = {Side::kSend, *r.send, false};
+  if (r.recv && r.recv->bytes > 0) out->use[out->count++] = {Side::kRecv, *r.recv, recv_written};
   return true;
 }
 

@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <vector>
 
 #include "coll_cohort.h"
 
@@ -28,6 +27,14 @@ struct BufferUse {
   bool written = false;  // the call writes it (else it only reads it)
 };
 
+// A call's buffers on one rank: at most a send and a receive side.
+struct CallBuffers {
+  BufferUse use[2];
+  int count = 0;
+  const BufferUse *begin() const { return use; }
+  const BufferUse *end() const { return use + count; }
+};
+
 struct Call {
   coll_cohort_args_t args;
   bool nonblocking = false;
@@ -42,7 +49,7 @@ struct Call {
   bool reduces() const;
   // The buffers this rank passes and uses (none for a barrier, a count of 0, reduce's receive
   // buffer off the root, ...).  False when MPI cannot tell a datatype's extent.
-  bool buffers(std::vector<BufferUse> *out) const;
+  bool buffers(CallBuffers *out) const;
 };
 
 }  // namespace cohort::ompi

@@ -78,8 +78,8 @@ struct Route {
   CommState *state;
   Call call;
   CallId id;
-  std::vector<BufferUse> buffers;
-  std::unique_ptr<CohortCall> cohort = std::make_unique<CohortCall>();
+  CallBuffers buffers;
+  CohortCall cohort;
   std::unique_ptr<Staging> staging;
   coll_cohort_args_t args;  // the buffers Cohort or Open MPI is given
 };
@@ -88,19 +88,19 @@ struct Route {
 // blocking call is complete (results copied back), a nonblocking one is in *request.
 cohort_status_t start(Route &route, cohort_team_t team, coll_cohort_request_t **request) {
   if (!route.call.nonblocking) {
-    cohort_status_t s = route.cohort->start(team, route.call, route.args, nullptr);
+    cohort_status_t s = route.cohort.start(team, route.call, route.args, nullptr);
     if (s != COHORT_SUCCESS) return s;
-    route.cohort->finish();
+    route.cohort.finish();
     return route.staging ? route.staging->unstage() : COHORT_SUCCESS;
   }
   cohort_request_t posted = nullptr;
-  cohort_status_t s = route.cohort->start(team, route.call, route.args, &posted);
+  cohort_status_t s = route.cohort.start(team, route.call, route.args, &posted);
   if (s != COHORT_SUCCESS) return s;
   auto *r = new coll_cohort_request;
   r->state = route.state;
   r->id = route.id;
   r->cohort = posted;
-  r->call = std::move(route.cohort);
+  r->call = std::make_unique<CohortCall>(std::move(route.cohort));
   r->staging = std::move(route.staging);
   *request = r;
   return COHORT_SUCCESS;
@@ -166,16 +166,16 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
   std::optional<Fallback> reason;
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
-  if (!route.cohort->needs_host_memory(route.call)) {
+  if (!route.cohort.needs_host_memory(route.call)) {
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) return route.state->finish(route.id, s, rc);
   }
-  const std::string why = route.cohort->needs_host_memory(route.call)
+  const std::string why = route.cohort.needs_host_memory(route.call)
                               ? "in place, the result goes to the front of the buffer on the CPU"
                               : cohort_last_error();
-  route.cohort = std::make_unique<CohortCall>();
+  route.cohort = CohortCall();
   const char *detail = nullptr;
-  route.cohort->prepare(route.call, &detail);
+  route.cohort.prepare(route.call, &detail);
   return run_staged(route, std::nullopt, why.c_str(), request, staged, rc);
 }
 
@@ -195,13 +195,11 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   Route route(state, args, nonblocking);
   if (busy()) return state->agreeing() ? 0 : state->fall_back(route.id, Fallback::kReentered);
   const char *detail = nullptr;
-  std::optional<Fallback> reason = route.cohort->prepare(route.call, &detail);
+  std::optional<Fallback> reason = route.cohort.prepare(route.call, &detail);
   if (!route.call.buffers(&route.buffers)) reason = Fallback::kNotContiguous;
   if (!reason && state->failed_before()) reason = Fallback::kAfterFailure;
-  std::vector<const void *> pointers;
-  for (const BufferUse &b : route.buffers) pointers.push_back(b.region.begin);
-  Placement where = placement(pointers.data(), static_cast<int>(pointers.size()),
-                              cohort_memory_kind);
+  const void *pointers[2] = {route.buffers.use[0].region.begin, route.buffers.use[1].region.begin};
+  Placement where = placement(pointers, route.buffers.count, cohort_memory_kind);
   // The GPU only when every rank is on it: a blocking call agrees on that; a nonblocking one
   // cannot wait for the others to start, so it always takes the host route.
   const bool on_gpu = where == Placement::kDevice;

@@ -20,11 +20,6 @@ Ptr moved(Ptr ptr, const char *device, char *host) {
 
 }  // namespace
 
-bool has_device_buffer(const std::vector<BufferUse> &buffers) {
-  return std::any_of(buffers.begin(), buffers.end(),
-                     [](const BufferUse &b) { return on_device(b.region.begin); });
-}
-
 StagingPool::~StagingPool() {
   for (const Block &b : free_) cohort_host_free(b.data);
 }
@@ -66,7 +61,7 @@ Staging::~Staging() {
   for (const Copy &c : copies_) pool_.give_back(c.host, c.capacity);
 }
 
-cohort_status_t Staging::stage(const Call &call, const std::vector<BufferUse> &buffers,
+cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
                                coll_cohort_args_t *args) {
   *args = call.args;
   for (const BufferUse &b : buffers) {

@@ -48,7 +48,7 @@ class Staging {
 
   // Takes a host copy of each device buffer and fills it (cohort_memcpy); `args` then points
   // at the copies.  A failure (out of pinned memory, a failed copy) returns its status.
-  cohort_status_t stage(const Call &call, const std::vector<BufferUse> &buffers,
+  cohort_status_t stage(const Call &call, const CallBuffers &buffers,
                         coll_cohort_args_t *args);
   // Copies every written copy back to its device buffer.
   cohort_status_t unstage();
@@ -67,7 +67,5 @@ class Staging {
   std::vector<Copy> copies_;
 };
 
-// Whether any of the call's buffers is CUDA device memory (which the CPU cannot touch).
-bool has_device_buffer(const std::vector<BufferUse> &buffers);
 
 }  // namespace cohort::ompi
