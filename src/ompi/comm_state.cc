@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <set>
@@ -264,6 +265,12 @@ void CommState::report() const {
     }
     if (long n = counts.staged[static_cast<int>(StagedTo::kOpenMpi)]) {
       text += ", " + std::to_string(n) + " staged through host memory to Open MPI";
+    }
+    if (uint64_t bytes = counts.staging.bytes) {
+      char cost[96];
+      std::snprintf(cost, sizeof cost, " (staging copied %.1f MiB in %.2f ms)",
+                    static_cast<double>(bytes) / (1 << 20), counts.staging.nanoseconds / 1e6);
+      text += cost;
     }
     for (int r = 0; r < kNumFallbacks; ++r) {
       if (counts.fallback[r] == 0) continue;

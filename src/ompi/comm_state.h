@@ -81,6 +81,7 @@ class CommState : NonCopyable {
   int rank() { return learn_shape(), rank_; }
   int size() { return learn_shape(), size_; }
   StagingPool &staging_pool() { return pool_; }
+  StagingCost &staging_cost(CallId call) { return counts_[call.index()].staging; }
 
   // Destroys the team and prints the summary (verbose >= 1); idempotent.  Runs when the
   // communicator ends, or at MPI_Finalize for those still alive then.
@@ -91,6 +92,7 @@ class CommState : NonCopyable {
     long cohort = 0;  // staged ones included
     std::array<long, 2> staged{};  // by StagedTo
     std::array<long, kNumFallbacks> fallback{};
+    StagingCost staging;
   };
   void create_team(CallId call);
   bool duplicate(const std::string &label, CallId call);

@@ -109,7 +109,8 @@ cohort_status_t start(Route &route, cohort_team_t team, coll_cohort_request_t **
 // Stages the device buffers; false (after counting the failure as a fallback would be unsafe:
 // the call then fails) when pinned memory or a copy fails.
 cohort_status_t stage(Route &route) {
-  route.staging = std::make_unique<Staging>(route.state->staging_pool());
+  route.staging = std::make_unique<Staging>(route.state->staging_pool(),
+                                            route.state->staging_cost(route.id));
   return route.staging->stage(route.call, route.buffers, &route.args);
 }
 

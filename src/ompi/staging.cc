@@ -1,6 +1,7 @@
 #include "staging.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace cohort::ompi {
 namespace {
@@ -59,6 +60,18 @@ size_t StagingPool::held_bytes() const {
 
 Staging::~Staging() {
   for (const Copy &c : copies_) pool_.give_back(c.host, c.capacity);
+  cost_.bytes += bytes_copied_;
+  cost_.nanoseconds += copy_ns_;
+}
+
+cohort_status_t Staging::copy(void *dst, const void *src, size_t bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  const cohort_status_t s = cohort_memcpy(dst, src, bytes);
+  copy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  bytes_copied_ += bytes;
+  return s;
 }
 
 cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
@@ -70,7 +83,7 @@ cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
     c.host = pool_.take(c.bytes, &c.capacity);
     if (c.host == nullptr) return COHORT_ERR_NO_MEMORY;
     copies_.push_back(c);
-    const cohort_status_t s = cohort_memcpy(c.host, c.device, c.bytes);
+    const cohort_status_t s = copy(c.host, c.device, c.bytes);
     if (s != COHORT_SUCCESS) return s;
     if (b.side == Side::kSend) {
       args->sbuf = moved(args->sbuf, c.device, c.host);
@@ -84,7 +97,7 @@ cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
 cohort_status_t Staging::unstage() {
   for (const Copy &c : copies_) {
     if (!c.written) continue;
-    const cohort_status_t s = cohort_memcpy(const_cast<char *>(c.device), c.host, c.bytes);
+    const cohort_status_t s = copy(const_cast<char *>(c.device), c.host, c.bytes);
     if (s != COHORT_SUCCESS) return s;
   }
   return COHORT_SUCCESS;

@@ -5,7 +5,9 @@
 // loop of staged calls allocates nothing after its first.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -38,10 +40,18 @@ class StagingPool {
   std::vector<Block> free_;
 };
 
+// What staging cost a collective on a communicator, for its report: bytes copied either way
+// and the time the copies took.  Added to when a call's staging ends (nonblocking calls end
+// in Open MPI's progress loop).
+struct StagingCost {
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> nanoseconds{0};
+};
+
 // The host copies of one call's device buffers.
 class Staging {
  public:
-  explicit Staging(StagingPool &pool) : pool_(pool) {}
+  Staging(StagingPool &pool, StagingCost &cost) : pool_(pool), cost_(cost) {}
   Staging(const Staging &) = delete;
   Staging &operator=(const Staging &) = delete;
   ~Staging();
@@ -63,7 +73,11 @@ class Staging {
     size_t capacity;
     bool written;
   };
+  cohort_status_t copy(void *dst, const void *src, size_t bytes);
+
   StagingPool &pool_;
+  StagingCost &cost_;
+  uint64_t bytes_copied_ = 0, copy_ns_ = 0;
   std::vector<Copy> copies_;
 };
 
