@@ -231,10 +231,10 @@ void CommState::staged(CallId call, StagedTo to, size_t bytes, const char *why) 
   }
 }
 
-int CommState::finish(CallId call, cohort_status_t status, int *rc) {
+int CommState::finish(CallId call, cohort_status_t status, int *rc, const char *where) {
   if (status == COHORT_SUCCESS) {
     ++counts_[call.index()].cohort;
-    say(kEveryCall, "%s ran on Cohort", call.name());
+    say(kEveryCall, "%s ran on %s", call.name(), where);
     *rc = MPI_SUCCESS;
     return 1;
   }

@@ -63,7 +63,8 @@ class CommState : NonCopyable {
 
   // Turns Cohort's status into the entry points' result: 1 with *rc set when Cohort ran (or
   // failed during) the call, 0 when its check refused the call before any traffic.
-  int finish(CallId call, cohort_status_t status, int *rc);
+  // `where`: the path that ran it, for verbose 3 ("Cohort's GPU path", ...).
+  int finish(CallId call, cohort_status_t status, int *rc, const char *where = "Cohort");
 
   // Blocking calls only (every rank makes them in the same order): whether every rank's
   // buffers of this call are on the GPU, `mine` being this rank's answer.  Ranks with device

@@ -33,6 +33,7 @@ struct coll_cohort_request {
   cohort_request_t cohort = nullptr;  // RAN
   std::unique_ptr<cohort::ompi::CohortCall> call;
   std::unique_ptr<cohort::ompi::Staging> staging;
+  const char *where = "Cohort";  // the path that runs it, for verbose 3
 };
 
 namespace cohort::ompi {
@@ -106,6 +107,17 @@ cohort_status_t start(Route &route, cohort_team_t team, coll_cohort_request_t **
   return COHORT_SUCCESS;
 }
 
+// The end of a call Cohort took: a blocking one is counted and its status turned into MPI's;
+// a posted one is counted when it completes (coll_cohort_request_test).
+int ran(Route &route, cohort_status_t s, coll_cohort_request_t **request, int *rc,
+        const char *where) {
+  if (s == COHORT_SUCCESS && *request != nullptr) {
+    (*request)->where = where;
+    return COLL_COHORT_RAN;
+  }
+  return route.state->finish(route.id, s, rc, where);
+}
+
 // Stages the device buffers; false (after counting the failure as a fallback would be unsafe:
 // the call then fails) when pinned memory or a copy fails.
 cohort_status_t stage(Route &route) {
@@ -157,7 +169,7 @@ int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
   cohort_status_t s = start(route, team, request);
   if (refused(s)) return to_open_mpi(route, cohort_last_error(), request, staged);
   route.state->staged(route.id, StagedTo::kCohort, bytes, why);
-  return route.state->finish(route.id, s, rc);
+  return ran(route, s, request, rc, "Cohort's host path (staged)");
 }
 
 // All of this rank's buffers on the GPU and nothing against Cohort: Cohort there, or on its
@@ -169,7 +181,7 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
   if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
   if (!route.cohort.needs_host_memory(route.call)) {
     cohort_status_t s = start(route, team, request);
-    if (!refused(s)) return route.state->finish(route.id, s, rc);
+    if (!refused(s)) return ran(route, s, request, rc, "Cohort's GPU path");
   }
   const std::string why = route.cohort.needs_host_memory(route.call)
                               ? "in place, the result goes to the front of the buffer on the CPU"
@@ -188,7 +200,7 @@ int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return route.state->fall_back(route.id, *reason);
   BusyScope busy;
-  return route.state->finish(route.id, start(route, team, request), rc);
+  return ran(route, start(route, team, request), request, rc, "Cohort's host path");
 }
 
 int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblocking,
@@ -249,7 +261,7 @@ int coll_cohort_request_test(coll_cohort_request_t *r, int *rc) {
     if (r->staging) s = r->staging->unstage();
   }
   *rc = MPI_ERR_OTHER;  // a posted call's checks are behind it: any failure is an error
-  r->state->finish(r->id, s, rc);
+  r->state->finish(r->id, s, rc, r->where);
   return 1;
 }
 
