@@ -16,9 +16,12 @@
  * digest line per case and rank ("rank case digest", over the whole buffers) lets a run be
  * compared with one on Open MPI's modules; the summary line counts them.  The unsupported cases
  * at the end (MPI_MAXLOC, a user op, MPI_SHORT, a strided type) must fall back and still be
- * right.  The ranks agree on the outcome through Open MPI's communicator; exits 1 if anything
- * was wrong. */
+ * right.  COLL_TEST_MEMORY=device (or mixed: odd ranks only) gives MPI_COMM_WORLD's calls CUDA
+ * device memory, uploaded before each call and downloaded after it, with the same comparisons.
+ * The ranks agree on the outcome through Open MPI's communicator; exits 1 if anything was
+ * wrong. */
 #define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +97,108 @@ static double value(MPI_Op op, const Type *t, int r, size_t i) {
   return t->is_unsigned ? v : v - 5;
 }
 
+/* ------------------------------------------------------------ device memory */
+
+/* COLL_TEST_MEMORY=device puts MPI_COMM_WORLD's copy of every buffer in CUDA device memory,
+ * =mixed only on odd ranks (even ranks keep host memory); Open MPI's copy stays in host memory.
+ * The driver API comes from libcuda.so.1 through dlsym, so no CUDA header is needed: a real
+ * GPU's driver, or the fake one (fake_cuda.c), whose device memory the CPU cannot touch. */
+typedef unsigned long long DevicePtr; /* CUdeviceptr */
+static struct {
+  int (*init)(unsigned);
+  int (*device_get_count)(int *);
+  int (*device_get)(int *, int);
+  int (*primary_ctx_retain)(void **, int);
+  int (*ctx_set_current)(void *);
+  int (*mem_alloc)(DevicePtr *, size_t);
+  int (*mem_free)(DevicePtr);
+  int (*memcpy)(DevicePtr, DevicePtr, size_t);
+} cu;
+static int on_device; /* this rank's MPI_COMM_WORLD buffers are device memory */
+
+/* A device memory failure ends the run: the results could not be told apart from it. */
+static void device_failed(const char *call, int result) {
+  printf("FAIL rank %d: %s returned CUDA error %d\n", rank, call, result);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static void load_symbol(void *lib, const char *name, void *fn) {
+  void *symbol = dlsym(lib, name);
+  if (symbol == NULL) device_failed(name, -1);
+  memcpy(fn, &symbol, sizeof symbol); /* POSIX's way from an object to a function pointer */
+}
+
+/* This rank's device (rank modulo the devices visible), current on this thread. */
+static void open_device(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    printf("FAIL rank %d: COLL_TEST_MEMORY asks for device memory: %s\n", rank, dlerror());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  load_symbol(lib, "cuInit", &cu.init);
+  load_symbol(lib, "cuDeviceGetCount", &cu.device_get_count);
+  load_symbol(lib, "cuDeviceGet", &cu.device_get);
+  load_symbol(lib, "cuDevicePrimaryCtxRetain", &cu.primary_ctx_retain);
+  load_symbol(lib, "cuCtxSetCurrent", &cu.ctx_set_current);
+  load_symbol(lib, "cuMemAlloc_v2", &cu.mem_alloc);
+  load_symbol(lib, "cuMemFree_v2", &cu.mem_free);
+  load_symbol(lib, "cuMemcpy_v2", &cu.memcpy);
+  int r, count = 0, device = 0;
+  void *context = NULL;
+  if ((r = cu.init(0)) != 0) device_failed("cuInit", r);
+  if ((r = cu.device_get_count(&count)) != 0 || count == 0) device_failed("cuDeviceGetCount", r);
+  if ((r = cu.device_get(&device, rank % count)) != 0) device_failed("cuDeviceGet", r);
+  if ((r = cu.primary_ctx_retain(&context, device)) != 0) device_failed("cuDevicePrimaryCtxRetain", r);
+  if ((r = cu.ctx_set_current(context)) != 0) device_failed("cuCtxSetCurrent", r);
+}
+
+static char *device_alloc(size_t bytes) {
+  DevicePtr p = 0;
+  int r = cu.mem_alloc(&p, bytes);
+  if (r != 0) device_failed("cuMemAlloc_v2", r);
+  return (char *)(uintptr_t)p;
+}
+
+static void device_free(void *p) {
+  int r = p != NULL ? cu.mem_free((DevicePtr)(uintptr_t)p) : 0;
+  if (r != 0) device_failed("cuMemFree_v2", r);
+}
+
+static void device_copy(void *to, const void *from, size_t bytes) {
+  int r = cu.memcpy((DevicePtr)(uintptr_t)to, (DevicePtr)(uintptr_t)from, bytes);
+  if (r != 0) device_failed("cuMemcpy_v2", r);
+}
+
+/* What MPI_COMM_WORLD's call gets for the `bytes` at host: a device copy of them where this
+ * rank's buffers are on the device, host itself elsewhere. */
+static void *world_buffer(void *host, size_t bytes) {
+  if (!on_device) return host;
+  char *device = device_alloc(bytes);
+  device_copy(device, host, bytes);
+  return device;
+}
+
+/* After the call: its result back into host, and the device copy freed. */
+static void world_done(void *host, void *buffer, size_t bytes) {
+  if (buffer == host) return;
+  device_copy(host, buffer, bytes);
+  device_free(buffer);
+}
+
+/* COLL_TEST_MEMORY: host (the default), device, or mixed. */
+static void choose_memory(void) {
+  const char *memory = getenv("COLL_TEST_MEMORY");
+  if (memory == NULL || strcmp(memory, "host") == 0) return;
+  if (strcmp(memory, "device") != 0 && strcmp(memory, "mixed") != 0) {
+    printf("FAIL COLL_TEST_MEMORY=%s: host, device or mixed\n", memory);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  on_device = strcmp(memory, "device") == 0 || rank % 2 == 1;
+  if (on_device) open_device();
+  if (rank == 0) printf("memory: MPI_COMM_WORLD's buffers in device memory on %s ranks\n",
+                        strcmp(memory, "device") == 0 ? "all" : "odd");
+}
+
 /* ------------------------------------------------------------ buffers, in two copies */
 
 enum Side { kSend, kRecv, kBcast };
@@ -101,12 +206,15 @@ static const char *const kSideNames[] = {"sendbuf", "recvbuf", "buffer"};
 enum { kGuard = 8 }; /* elements past what a call may use */
 
 /* One buffer of a call, in two copies filled alike: copy[0] for the call on MPI_COMM_WORLD,
- * copy[1] for the same call on Open MPI's communicator. */
+ * copy[1] for the same call on Open MPI's communicator.  Where this rank's buffers are device
+ * memory, MPI_COMM_WORLD's call gets `device` instead, copy[0] uploaded before the call and
+ * downloaded after it. */
 typedef struct {
   enum Side side;
   const Type *type;
   size_t elems; /* allocated: the call's part and kGuard more */
   char *copy[2];
+  char *device;
 } Buffer;
 
 /* Where no input belongs: a value no input or result takes (those are small, and near zero
@@ -117,12 +225,26 @@ static double sentinel(const Type *t, enum Side side, size_t i) {
 }
 
 static Buffer buffer_new(enum Side side, const Type *type, size_t elems) {
-  Buffer b = {side, type, elems + kGuard, {NULL, NULL}};
+  Buffer b = {side, type, elems + kGuard, {NULL, NULL}, NULL};
   for (int k = 0; k < 2; ++k) {
     b.copy[k] = malloc(b.elems * type->size);
     for (size_t i = 0; i < b.elems; ++i) store(type, b.copy[k], i, sentinel(type, side, i));
   }
+  if (on_device) b.device = device_alloc(b.elems * type->size);
   return b;
+}
+
+/* What the call on copy k is given. */
+static void *arg(const Buffer *b, int k) {
+  return k == 0 && b->device != NULL ? b->device : b->copy[k];
+}
+
+static void upload(const Buffer *b) {
+  if (b->device != NULL) device_copy(b->device, b->copy[0], b->elems * b->type->size);
+}
+
+static void download(Buffer *b) {
+  if (b->device != NULL) device_copy(b->copy[0], b->device, b->elems * b->type->size);
 }
 
 static void put(Buffer *b, size_t i, double v) {
@@ -226,6 +348,8 @@ static Job *job_new(const Coll *coll, Case c) {
   coll->setup(j);
   j->send_before = snapshot(&j->send);
   j->recv_before = snapshot(&j->recv);
+  upload(&j->send);
+  upload(&j->recv);
   return j;
 }
 
@@ -277,11 +401,14 @@ static int right_values(const Job *j) {
 static void buffer_free(Buffer *b) {
   free(b->copy[0]);
   free(b->copy[1]);
+  device_free(b->device);
 }
 
 /* Checks the values, compares every buffer with Open MPI's, prints "rank case digest" (WRONG
  * when anything was wrong) and frees the job. */
 static void job_finish(Job *j) {
+  download(&j->send);
+  download(&j->recv);
   int ok = right_values(j);
   uint64_t h = kDigestStart;
   Buffer *const buffers[] = {&j->send, &j->recv};
@@ -375,7 +502,7 @@ static double reduced(MPI_Op op, const Type *t, int from, int to, size_t i) {
   return e;
 }
 
-static Buffer no_buffer(void) { return (Buffer){kSend, kInt, 0, {NULL, NULL}}; }
+static Buffer no_buffer(void) { return (Buffer){kSend, kInt, 0, {NULL, NULL}, NULL}; }
 
 static void fill_values(Buffer *b, size_t n, MPI_Op op) {
   for (size_t i = 0; i < n; ++i) put(b, i, value(op, b->type, rank, i));
@@ -383,7 +510,7 @@ static void fill_values(Buffer *b, size_t n, MPI_Op op) {
 
 /* This rank's send buffer on copy k, or MPI_IN_PLACE. */
 static const void *send_arg(const Job *j, int k, int in_place) {
-  return in_place ? MPI_IN_PLACE : j->send.copy[k];
+  return in_place ? MPI_IN_PLACE : arg(&j->send, k);
 }
 
 /* ------------------------------------------------------------ reductions */
@@ -400,7 +527,7 @@ static void setup_elementwise(Job *j) {
 
 static void call_allreduce(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Allreduce, MPI_Iallreduce, send_arg(j, k, c->in_place), j->recv.copy[k],
+  BLOCKING_OR_NOT(MPI_Allreduce, MPI_Iallreduce, send_arg(j, k, c->in_place), arg(&j->recv, k),
                   (int)c->count, datatype(c), kOps[c->op]);
 }
 
@@ -410,7 +537,7 @@ static void expect_allreduce(const Job *j, double *want) {
 
 static void call_scan(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Scan, MPI_Iscan, send_arg(j, k, c->in_place), j->recv.copy[k], (int)c->count,
+  BLOCKING_OR_NOT(MPI_Scan, MPI_Iscan, send_arg(j, k, c->in_place), arg(&j->recv, k), (int)c->count,
                   datatype(c), kOps[c->op]);
 }
 
@@ -421,7 +548,7 @@ static void expect_scan(const Job *j, double *want) {
 
 static void call_exscan(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Exscan, MPI_Iexscan, send_arg(j, k, c->in_place), j->recv.copy[k],
+  BLOCKING_OR_NOT(MPI_Exscan, MPI_Iexscan, send_arg(j, k, c->in_place), arg(&j->recv, k),
                   (int)c->count, datatype(c), kOps[c->op]);
 }
 
@@ -442,7 +569,7 @@ static void setup_reduce(Job *j) {
 static void call_reduce(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Reduce, MPI_Ireduce, send_arg(j, k, c->in_place && rank == c->root),
-                  j->recv.copy[k], (int)c->count, datatype(c), kOps[c->op], c->root);
+                  arg(&j->recv, k), (int)c->count, datatype(c), kOps[c->op], c->root);
 }
 
 static void expect_reduce(const Job *j, double *want) {
@@ -462,7 +589,7 @@ static void setup_reduce_scatter_block(Job *j) {
 static void call_reduce_scatter_block(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, send_arg(j, k, c->in_place),
-                  j->recv.copy[k], (int)c->count, datatype(c), kOps[c->op]);
+                  arg(&j->recv, k), (int)c->count, datatype(c), kOps[c->op]);
 }
 
 static void expect_reduce_scatter_block(const Job *j, double *want) {
@@ -483,7 +610,7 @@ static void setup_reduce_scatter(Job *j) {
 static void call_reduce_scatter(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Reduce_scatter, MPI_Ireduce_scatter, send_arg(j, k, c->in_place),
-                  j->recv.copy[k], j->rcounts, datatype(c), kOps[c->op]);
+                  arg(&j->recv, k), j->rcounts, datatype(c), kOps[c->op]);
 }
 
 static void expect_reduce_scatter(const Job *j, double *want) {
@@ -504,7 +631,7 @@ static void setup_bcast(Job *j) {
 
 static void call_bcast(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  BLOCKING_OR_NOT(MPI_Bcast, MPI_Ibcast, j->recv.copy[k], (int)c->count, datatype(c), c->root);
+  BLOCKING_OR_NOT(MPI_Bcast, MPI_Ibcast, arg(&j->recv, k), (int)c->count, datatype(c), c->root);
 }
 
 static void expect_bcast(const Job *j, double *want) {
@@ -527,7 +654,7 @@ static void setup_allgather(Job *j) {
 static void call_allgather(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Allgather, MPI_Iallgather, send_arg(j, k, c->in_place), (int)c->count,
-                  datatype(c), j->recv.copy[k], (int)c->count, datatype(c));
+                  datatype(c), arg(&j->recv, k), (int)c->count, datatype(c));
 }
 
 static void expect_allgather(const Job *j, double *want) {
@@ -549,7 +676,7 @@ static void setup_alltoall(Job *j) {
 static void call_alltoall(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Alltoall, MPI_Ialltoall, send_arg(j, k, c->in_place), (int)c->count,
-                  datatype(c), j->recv.copy[k], (int)c->count, datatype(c));
+                  datatype(c), arg(&j->recv, k), (int)c->count, datatype(c));
 }
 
 static void expect_alltoall(const Job *j, double *want) {
@@ -572,7 +699,7 @@ static void setup_gather(Job *j) {
 static void call_gather(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Gather, MPI_Igather, send_arg(j, k, c->in_place && rank == c->root),
-                  (int)c->count, datatype(c), j->recv.copy[k], (int)c->count, datatype(c), c->root);
+                  (int)c->count, datatype(c), arg(&j->recv, k), (int)c->count, datatype(c), c->root);
 }
 
 static void expect_gather(const Job *j, double *want) {
@@ -592,8 +719,8 @@ static void setup_scatter(Job *j) {
 
 static void call_scatter(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : j->recv.copy[k];
-  BLOCKING_OR_NOT(MPI_Scatter, MPI_Iscatter, j->send.copy[k], (int)c->count, datatype(c), recv,
+  void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : arg(&j->recv, k);
+  BLOCKING_OR_NOT(MPI_Scatter, MPI_Iscatter, arg(&j->send, k), (int)c->count, datatype(c), recv,
                   (int)c->count, datatype(c), c->root);
 }
 
@@ -617,7 +744,7 @@ static void setup_gatherv(Job *j) {
 static void call_gatherv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Gatherv, MPI_Igatherv, send_arg(j, k, c->in_place && rank == c->root),
-                  j->rcounts[rank], datatype(c), j->recv.copy[k], j->rcounts, j->rdispls,
+                  j->rcounts[rank], datatype(c), arg(&j->recv, k), j->rcounts, j->rdispls,
                   datatype(c), c->root);
 }
 
@@ -643,8 +770,8 @@ static void setup_scatterv(Job *j) {
 
 static void call_scatterv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
-  void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : j->recv.copy[k];
-  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, j->send.copy[k], j->scounts, j->sdispls, datatype(c),
+  void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : arg(&j->recv, k);
+  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, arg(&j->send, k), j->scounts, j->sdispls, datatype(c),
                   recv, j->scounts[rank], datatype(c), c->root);
 }
 
@@ -666,7 +793,7 @@ static void setup_allgatherv(Job *j) {
 static void call_allgatherv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Allgatherv, MPI_Iallgatherv, send_arg(j, k, c->in_place), j->rcounts[rank],
-                  datatype(c), j->recv.copy[k], j->rcounts, j->rdispls, datatype(c));
+                  datatype(c), arg(&j->recv, k), j->rcounts, j->rdispls, datatype(c));
 }
 
 /* Each pair's count differs (and is the same both ways in place, where the receive buffer is
@@ -689,7 +816,7 @@ static void setup_alltoallv(Job *j) {
 static void call_alltoallv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Alltoallv, MPI_Ialltoallv, send_arg(j, k, c->in_place), j->scounts,
-                  j->sdispls, datatype(c), j->recv.copy[k], j->rcounts, j->rdispls, datatype(c));
+                  j->sdispls, datatype(c), arg(&j->recv, k), j->rcounts, j->rdispls, datatype(c));
 }
 
 static void expect_alltoallv(const Job *j, double *want) {
@@ -922,13 +1049,17 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
   for (int i = 0; i < *len; ++i) ((int *)inout)[i] += ((int *)in)[i];
 }
 
-/* Cases Cohort does not take: they must come back right from Open MPI's modules. */
+/* Cases Cohort does not take: they must come back right from Open MPI's modules (on device
+ * memory, through host copies of it). */
 static void test_fallbacks(void) {
   struct {
     double value;
     int rank;
   } pair = {(double)((rank * 5) % size), rank}, best;
-  MPI_Allreduce(&pair, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  void *in = world_buffer(&pair, sizeof pair), *out = world_buffer(&best, sizeof best);
+  MPI_Allreduce(in, out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+  world_done(&pair, in, sizeof pair);
+  world_done(&best, out, sizeof best);
   double max = 0;
   int at = 0;
   for (int r = 0; r < size; ++r)
@@ -939,12 +1070,18 @@ static void test_fallbacks(void) {
   MPI_Op op;
   MPI_Op_create(user_sum, 1, &op);
   int mine = rank + 1, sum = 0;
-  MPI_Allreduce(&mine, &sum, 1, MPI_INT, op, MPI_COMM_WORLD);
+  in = world_buffer(&mine, sizeof mine), out = world_buffer(&sum, sizeof sum);
+  MPI_Allreduce(in, out, 1, MPI_INT, op, MPI_COMM_WORLD);
+  world_done(&mine, in, sizeof mine);
+  world_done(&sum, out, sizeof sum);
   check("fallback-allreduce-userop", sum == size * (size + 1) / 2, &sum, sizeof sum);
   MPI_Op_free(&op);
 
   short s = (short)(rank + 1), ssum = 0;
-  MPI_Allreduce(&s, &ssum, 1, MPI_SHORT, MPI_SUM, MPI_COMM_WORLD);
+  in = world_buffer(&s, sizeof s), out = world_buffer(&ssum, sizeof ssum);
+  MPI_Allreduce(in, out, 1, MPI_SHORT, MPI_SUM, MPI_COMM_WORLD);
+  world_done(&s, in, sizeof s);
+  world_done(&ssum, out, sizeof ssum);
   check("fallback-allreduce-short", ssum == size * (size + 1) / 2, &ssum, sizeof ssum);
 
   MPI_Datatype strided; /* every other int of 8 */
@@ -952,7 +1089,9 @@ static void test_fallbacks(void) {
   MPI_Type_commit(&strided);
   int buf[8];
   for (int i = 0; i < 8; ++i) buf[i] = rank == 0 ? i : -1;
-  MPI_Bcast(buf, 1, strided, 0, MPI_COMM_WORLD);
+  void *world = world_buffer(buf, sizeof buf);
+  MPI_Bcast(world, 1, strided, 0, MPI_COMM_WORLD);
+  world_done(buf, world, sizeof buf);
   int ok = 1;
   for (int i = 0; i < 8; ++i) ok &= buf[i] == (i % 2 == 0 || rank == 0 ? i : -1);
   check("fallback-bcast-strided", ok, buf, sizeof buf);
@@ -965,7 +1104,10 @@ static void test_split(void) {
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
   int one = 1, count = 0, half_size = 0;
   MPI_Comm_size(half, &half_size);
-  MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, half);
+  void *in = world_buffer(&one, sizeof one), *out = world_buffer(&count, sizeof count);
+  MPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, half);
+  world_done(&one, in, sizeof one);
+  world_done(&count, out, sizeof count);
   check("split-allreduce", count == half_size, &count, sizeof count);
   MPI_Comm_free(&half);
 }
@@ -974,7 +1116,10 @@ static void test_split(void) {
  * MPI's communicator is made after it. */
 static void open_communicators(void) {
   int one = 1, ranks = 0;
-  MPI_Allreduce(&one, &ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  void *in = world_buffer(&one, sizeof one), *out = world_buffer(&ranks, sizeof ranks);
+  MPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  world_done(&one, in, sizeof one);
+  world_done(&ranks, out, sizeof ranks);
   check("first-allreduce", ranks == size, &ranks, sizeof ranks);
   MPI_Info info;
   MPI_Info_create(&info);
@@ -995,6 +1140,7 @@ int main(int argc, char **argv) {
   if (late != NULL && sscanf(late, "%d:%d", &late_rank, &late_seconds) == 2 && rank == late_rank) {
     sleep((unsigned)late_seconds);
   }
+  choose_memory();
   open_communicators();
   test_blocking();
   test_nonblocking();

@@ -4,7 +4,8 @@
 # Fortran MPI programs at np 2, 3, 4 with the same results as Open MPI's own modules (the C one
 # also compares every buffer, whole, with the same call on Open MPI's modules in its run), show
 # up in coll_base_verbose, fall back for what it does not take, obey its MCA parameters, and
-# speak through Open MPI's output ("[host:pid] coll:cohort: ...").
+# speak through Open MPI's output ("[host:pid] coll:cohort: ..."), and, on a fake CUDA driver
+# (fake_cuda.c) whose device memory the CPU cannot touch, never hand device memory to Open MPI.
 # Environment (from Makefile.am): TOP_BUILDDIR, SRCDIR, MPIRUN, CC, MPIFORT, MPI_CFLAGS,
 # MPI_LIBS, SANITIZER_FLAGS, HAVE_COMPONENT.
 stage=$(mktemp -d)
@@ -27,7 +28,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..23"
+echo "1..27"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -60,6 +61,7 @@ result $? "ompi_info lists the component's parameters (priority 40, init_timeout
 $CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
 result $? "the C test program builds against mpi.h alone"
 
+run_timeout=300  # seconds an mpirun may take
 # mpirun_to OUTPUT [mpirun arguments...]: each rank's stdout and stderr go to files of their
 # own (lines of different ranks cannot interleave), joined rank by rank into OUTPUT; mpirun's
 # own words are added when it fails.
@@ -67,7 +69,7 @@ mpirun_to() {
   out=$1
   shift
   rm -rf "$out.d"
-  timeout 300 "$MPIRUN" -x LD_LIBRARY_PATH --output-filename "$out.d" "$@" >"$out.term" 2>&1 </dev/null
+  timeout "$run_timeout" "$MPIRUN" -x LD_LIBRARY_PATH --output-filename "$out.d" "$@" >"$out.term" 2>&1 </dev/null
   status=$?
   cat "$out.d"/1/rank.*/stdout "$out.d"/1/rank.*/stderr >"$out" 2>/dev/null
   [ $status -eq 0 ] || cat "$out.term" >>"$out"
@@ -229,3 +231,75 @@ cp "$stage/late" "$log"
 [ $status -eq 0 ] && grep -q 'summary: 0 wrong on 3 ranks' "$stage/late" &&
   rank0 "$stage/late" | grep -q 'coll:cohort: MPI_Allreduce on MPI_COMM_WORLD (3 ranks) has waited [1-9] s for every rank to'
 result $? "a rank 4 s late to the first collective: the others name the communicator and the wait each second, then finish right"
+
+# Device buffers on a machine without a GPU: a fake CUDA driver (fake_cuda.c), first on
+# LD_LIBRARY_PATH as libcuda.so.1, whose device memory faults on any CPU access, as real device
+# memory does under Debian's Open MPI (not CUDA-aware).  The C test puts MPI_COMM_WORLD's
+# buffers there (COLL_TEST_MEMORY); every call must run on Cohort or be staged through host
+# memory, with the results of the host-buffer run on Open MPI's modules.  A device call that
+# reaches Open MPI unstaged says so in its verbose line (Cohort's refusal names device memory).
+fake=$stage/fake-cuda
+mkdir -p "$fake"
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Wextra -Werror -O1 -shared -fPIC -o "$fake/libcuda.so.1" "$SRCDIR/fake_cuda.c" >"$log" 2>&1
+have_fake=$?
+# A rank that takes another route than the others hangs the run: a shorter limit keeps the
+# check within minutes, and after one hang the other device runs are not started.
+device_timeout=150
+hung=""
+# device_run OUTPUT NP MEMORY [mpirun options...]: the C test with COLL_TEST_MEMORY=MEMORY.
+device_run() {
+  d_out=$1 d_np=$2 d_memory=$3
+  shift 3
+  if [ -n "$hung" ]; then
+    echo "not run: $hung" >"$d_out"
+    return 1
+  fi
+  saved_path=$LD_LIBRARY_PATH
+  LD_LIBRARY_PATH="$fake:$saved_path" run_timeout=$device_timeout
+  run "$d_out" "$d_np" -x COLL_TEST_MEMORY="$d_memory" --mca coll_cohort_verbose 3 "$@" "$stage/ctest"
+  d_status=$?
+  LD_LIBRARY_PATH=$saved_path run_timeout=300
+  if [ $d_status -eq 124 ]; then
+    hung="the run at np=$d_np with COLL_TEST_MEMORY=$d_memory hung (no end in $device_timeout s)"
+    echo "$hung; the last lines of each rank:" >>"$d_out"
+    for f in "$d_out.d"/1/rank.*/stdout "$d_out.d"/1/rank.*/stderr; do tail -n 3 "$f"; done >>"$d_out"
+  fi
+  return $d_status
+}
+# No segfault, every case right and as on Open MPI's modules with host buffers (REFERENCE).
+device_right() {  # OUTPUT STATUS NP REFERENCE
+  [ "$2" -eq 0 ] && ! grep -q 'Segmentation fault' "$1" && grep -q "summary: 0 wrong on $3 ranks" "$1" &&
+    same_digests "$1" "$4"
+}
+# Device memory handed to Open MPI's module unstaged, or still in a staged call's arguments.
+device_leaks() {
+  grep -E 'falls back to Open MPI: .*(device memory|cuda-device)|to run on Open MPI: .*cuda-device' "$1" |
+    sed 's/^/leak: /' | head -5 >>"$log"
+  grep -Eq 'falls back to Open MPI: .*(device memory|cuda-device)|to run on Open MPI: .*cuda-device' "$1"
+}
+staged_to() { grep -q "staged [0-9]* bytes of device memory through host memory to run on $1" "$2"; }
+
+if [ $have_fake -ne 0 ]; then
+  for np in 2 3 mixed off; do n=$((n + 1)); echo "ok $n # SKIP the fake CUDA driver does not build: $(head -1 "$log")"; done
+else
+  for np in 2 3; do
+    device_run "$stage/dev$np" "$np" device --mca coll_cohort_host 1
+    status=$?
+    cp "$stage/dev$np" "$log"
+    device_right "$stage/dev$np" $status "$np" "$stage/off$np" && ! device_leaks "$stage/dev$np" &&
+      staged_to "Cohort's host path" "$stage/dev$np" && staged_to "Open MPI: op Cohort does not have" "$stage/dev$np"
+    result $? "np=$np C on device memory (fake CUDA driver): no segfault, results identical to the host-buffer run on Open MPI's modules, calls Cohort refuses on the GPU staged to its host path, MAXLOC staged to Open MPI, no device buffer reaches Open MPI unstaged"
+  done
+  device_run "$stage/mixed3" 3 mixed --mca coll_cohort_host 1
+  status=$?
+  cp "$stage/mixed3" "$log"
+  device_right "$stage/mixed3" $status 3 "$stage/off3" && ! device_leaks "$stage/mixed3"
+  result $? "np=3 C, device memory on odd ranks, host memory on even ones: every rank takes the same route, results identical"
+  device_run "$stage/devoff2" 2 device --mca coll_cohort_host 0
+  status=$?
+  cp "$stage/devoff2" "$log"
+  device_right "$stage/devoff2" $status 2 "$stage/off2" && ! device_leaks "$stage/devoff2" &&
+    staged_to "Open MPI: host buffer" "$stage/devoff2"
+  result $? "np=2 C on device memory with coll_cohort_host 0: what does not run on the GPU is staged to Open MPI, results identical"
+fi

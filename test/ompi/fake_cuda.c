@@ -1,0 +1,246 @@
+/* A fake CUDA driver (built as libcuda.so.1 into a test-only folder put first on
+ * LD_LIBRARY_PATH) for testing device buffers on a machine without a GPU.  Its "device
+ * memory" is a memfd mapped twice: once PROT_NONE, the address the program gets (so any CPU
+ * access, by Open MPI or by Cohort, faults exactly as device memory does under an MPI that is
+ * not CUDA-aware), and once read-write, the backing that cuMemcpy_v2 copies to and from.
+ *
+ * It has what Cohort asks of the driver (src/core/cuda_driver.cc, src/core/host_memory.cc) and
+ * what a test program needs to make device buffers the way it would on a real GPU (the
+ * primary context, cuMemAlloc_v2, cuMemFree_v2), nothing else: the CUDA runtime, which wants
+ * cuGetProcAddress and export tables, finds no usable driver here.
+ *
+ * Environment: FAKE_CUDA_DEVICES, the devices cuDeviceGetCount reports (1 by default).
+ * Not a real driver: one "device", contexts are a per-thread flag, copies are synchronous. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+  kSuccess = 0,
+  kInvalidValue = 1,     /* CUDA_ERROR_INVALID_VALUE */
+  kOutOfMemory = 2,      /* CUDA_ERROR_OUT_OF_MEMORY */
+  kNotInitialized = 3,   /* CUDA_ERROR_NOT_INITIALIZED */
+  kInvalidContext = 201, /* CUDA_ERROR_INVALID_CONTEXT */
+  kInvalidDevice = 101,  /* CUDA_ERROR_INVALID_DEVICE */
+};
+enum { kAttrMemoryType = 2, kAttrIsManaged = 8 }; /* CU_POINTER_ATTRIBUTE_* */
+enum { kMemoryTypeHost = 1, kMemoryTypeDevice = 2 };
+
+/* One allocation: device memory (device: the PROT_NONE view, backing: the read-write one) or
+ * page-locked host memory (cuMemHostAlloc: device == backing, readable by the CPU). */
+typedef struct {
+  char *device, *backing;
+  size_t bytes, mapped;
+  int is_device;
+} Allocation;
+
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+static Allocation *g_allocations;
+static size_t g_count, g_capacity;
+static int g_initialized;
+static char g_context; /* the one context: its address is the handle */
+static __thread CUcontext t_current;
+
+static int device_count(void) {
+  const char *text = getenv("FAKE_CUDA_DEVICES");
+  return text != NULL ? atoi(text) : 1;
+}
+
+static int remember(Allocation a) {
+  pthread_mutex_lock(&g_mutex);
+  if (g_count == g_capacity) {
+    size_t capacity = g_capacity ? 2 * g_capacity : 64;
+    Allocation *grown = realloc(g_allocations, capacity * sizeof *grown);
+    if (grown == NULL) {
+      pthread_mutex_unlock(&g_mutex);
+      return 0;
+    }
+    g_allocations = grown;
+    g_capacity = capacity;
+  }
+  g_allocations[g_count++] = a;
+  pthread_mutex_unlock(&g_mutex);
+  return 1;
+}
+
+/* The allocation holding p (copied out), 0 when none does. */
+static int find(const void *p, Allocation *out) {
+  const char *c = p;
+  int found = 0;
+  pthread_mutex_lock(&g_mutex);
+  for (size_t i = 0; i < g_count && !found; ++i) {
+    const Allocation *a = &g_allocations[i];
+    if (c >= a->device && c < a->device + a->bytes) *out = *a, found = 1;
+  }
+  pthread_mutex_unlock(&g_mutex);
+  return found;
+}
+
+/* Removes the allocation that starts at p (copied out), 0 when none does. */
+static int forget(const void *p, int is_device, Allocation *out) {
+  int found = 0;
+  pthread_mutex_lock(&g_mutex);
+  for (size_t i = 0; i < g_count; ++i) {
+    if (g_allocations[i].device != p || g_allocations[i].is_device != is_device) continue;
+    *out = g_allocations[i];
+    g_allocations[i] = g_allocations[--g_count];
+    found = 1;
+    break;
+  }
+  pthread_mutex_unlock(&g_mutex);
+  return found;
+}
+
+CUresult cuInit(unsigned flags) {
+  (void)flags;
+  g_initialized = 1;
+  return kSuccess;
+}
+
+CUresult cuDriverGetVersion(int *version) {
+  if (version == NULL) return kInvalidValue;
+  *version = 12040;
+  return kSuccess;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  if (!g_initialized) return kNotInitialized;
+  if (count == NULL) return kInvalidValue;
+  *count = device_count();
+  return kSuccess;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (!g_initialized) return kNotInitialized;
+  if (device == NULL || ordinal < 0 || ordinal >= device_count()) return kInvalidDevice;
+  *device = ordinal;
+  return kSuccess;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+  if (!g_initialized) return kNotInitialized;
+  if (context == NULL || device < 0 || device >= device_count()) return kInvalidDevice;
+  *context = &g_context;
+  return kSuccess;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  (void)device;
+  return kSuccess;
+}
+
+CUresult cuCtxSetCurrent(CUcontext context) {
+  t_current = context;
+  return kSuccess;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *context) {
+  if (context == NULL) return kInvalidValue;
+  *context = t_current;
+  return kSuccess;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
+  if (t_current == NULL) return kInvalidContext;
+  if (out == NULL || bytes == 0) return kInvalidValue;
+  const long page = sysconf(_SC_PAGESIZE);
+  Allocation a = {NULL, NULL, bytes, (bytes + page - 1) / page * page, 1};
+  int fd = memfd_create("fake-cuda-device", MFD_CLOEXEC);
+  if (fd < 0) return kOutOfMemory;
+  if (ftruncate(fd, (off_t)a.mapped) != 0) {
+    close(fd);
+    return kOutOfMemory;
+  }
+  void *device = mmap(NULL, a.mapped, PROT_NONE, MAP_SHARED, fd, 0);
+  void *backing = mmap(NULL, a.mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (device == MAP_FAILED || backing == MAP_FAILED) {
+    if (device != MAP_FAILED) munmap(device, a.mapped);
+    if (backing != MAP_FAILED) munmap(backing, a.mapped);
+    return kOutOfMemory;
+  }
+  a.device = device;
+  a.backing = backing;
+  if (!remember(a)) {
+    munmap(device, a.mapped);
+    munmap(backing, a.mapped);
+    return kOutOfMemory;
+  }
+  *out = (CUdeviceptr)(uintptr_t)device;
+  return kSuccess;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  Allocation a;
+  if (!forget((void *)(uintptr_t)ptr, 1, &a)) return kInvalidValue;
+  munmap(a.device, a.mapped);
+  munmap(a.backing, a.mapped);
+  return kSuccess;
+}
+
+CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
+  (void)flags;
+  if (t_current == NULL) return kInvalidContext;
+  if (out == NULL) return kInvalidValue;
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) return kOutOfMemory;
+  Allocation a = {p, p, bytes ? bytes : 1, 0, 0};
+  if (!remember(a)) {
+    free(p);
+    return kOutOfMemory;
+  }
+  *out = p;
+  return kSuccess;
+}
+
+CUresult cuMemFreeHost(void *p) {
+  Allocation a;
+  if (!forget(p, 0, &a)) return kInvalidValue;
+  free(a.backing);
+  return kSuccess;
+}
+
+/* Where the CPU may touch `bytes` at p: the backing of device memory, p itself elsewhere.
+ * NULL when a copy would run past the end of a device allocation. */
+static char *cpu_view(CUdeviceptr p, size_t bytes) {
+  char *c = (char *)(uintptr_t)p;
+  Allocation a;
+  if (!find(c, &a)) return c;
+  if ((size_t)(c - a.device) + bytes > a.bytes) return NULL;
+  return a.backing + (c - a.device);
+}
+
+CUresult cuMemcpy_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  if (bytes == 0) return kSuccess;
+  char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
+  if (d == NULL || s == NULL) return kInvalidValue;
+  memmove(d, s, bytes);
+  return kSuccess;
+}
+
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+  if (!g_initialized) return kNotInitialized;
+  if (data == NULL) return kInvalidValue;
+  Allocation a;
+  if (!find((const void *)(uintptr_t)ptr, &a)) return kInvalidValue; /* pageable memory */
+  if (attribute == kAttrMemoryType) {
+    *(unsigned *)data = a.is_device ? kMemoryTypeDevice : kMemoryTypeHost;
+  } else if (attribute == kAttrIsManaged) {
+    *(unsigned *)data = 0;
+  } else {
+    return kInvalidValue;
+  }
+  return kSuccess;
+}
+
+/* Tells a test that this is the fake (a real driver has no such symbol). */
+int fake_cuda_driver(void) { return 1; }
