@@ -33,6 +33,7 @@ const char *fallback_text(Fallback reason) {
     case Fallback::kOp: return "op Cohort does not have";
     case Fallback::kNotContiguous: return "non-contiguous datatype";
     case Fallback::kNoTeam: return "no Cohort team on this communicator";
+    case Fallback::kOneRank: return "host memory on a one-rank communicator";
     case Fallback::kNoTeamYet: return "nonblocking, and no blocking call has made the team yet";
     case Fallback::kRefused: return "refused by Cohort's argument check";
     case Fallback::kReentered: return "called from inside Cohort";

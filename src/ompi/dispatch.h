@@ -20,11 +20,12 @@ enum class Fallback {
   kNotContiguous,  // a datatype with gaps
   kNoTeam,         // this communicator's team could not be created (warned once)
   kNoTeamYet,      // nonblocking before any blocking call made the team
+  kOneRank,        // host memory on a one-rank communicator: Open MPI's self module copies
   kRefused,        // Cohort's own check refused the call before any traffic
   kReentered,      // called from inside Cohort (its own communicator setup)
   kAfterFailure,   // an earlier collective on this communicator failed in Cohort
 };
-constexpr int kNumFallbacks = 9;
+constexpr int kNumFallbacks = 10;
 const char *fallback_text(Fallback reason);
 
 // Where a buffer lives: cohort_memory_kind (the CUDA driver, asked only on threads with a

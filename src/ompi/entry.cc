@@ -199,6 +199,7 @@ int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail
   if (reason) return route.state->fall_back(route.id, *reason, detail);
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return route.state->fall_back(route.id, *reason);
+  hide_empty_device_sides(&route.args);
   BusyScope busy;
   return ran(route, start(route, team, request), request, rc, "Cohort's host path");
 }
@@ -217,7 +218,12 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   // cannot wait for the others to start, so it always takes the host route.
   const bool on_gpu = where == Placement::kDevice;
   const bool all_on_gpu = !nonblocking && state->all_on_device(route.id, on_gpu);
-  if (where == Placement::kHost) return run_on_host(route, reason, detail, request, rc);
+  if (where == Placement::kHost) {
+    // One rank alone: nothing to gain over Open MPI's self module, which only copies; it is
+    // served for its device memory, which that module would touch.
+    if (state->size() == 1) return state->fall_back(route.id, Fallback::kOneRank);
+    return run_on_host(route, reason, detail, request, rc);
+  }
   BusyScope busy;
   if (all_on_gpu && !reason) return run_on_device(route, request, staged, rc);
   // Staged, the call runs as host memory would; a reason keeps it off Cohort.

@@ -19,7 +19,25 @@ Ptr moved(Ptr ptr, const char *device, char *host) {
   return static_cast<Ptr>(static_cast<void *>(host + (p - device)));
 }
 
+// Stand-ins for device pointers the call passes but moves nothing through (a count of 0 on
+// this rank): whoever runs the staged call sees host memory only, and two distinct ones never
+// look like an in-place call.
+char g_no_bytes[2][16];
+
+// A device pointer of the call that staging did not move: a side with nothing in it.
+template <typename Ptr>
+void replace_empty(Ptr *ptr, char *stand_in) {
+  if (*ptr == nullptr || *ptr == MPI_IN_PLACE || !on_device(*ptr)) return;
+  *ptr = static_cast<Ptr>(static_cast<void *>(stand_in));
+}
+
+
 }  // namespace
+
+void hide_empty_device_sides(coll_cohort_args_t *args) {
+  replace_empty(&args->sbuf, g_no_bytes[0]);
+  replace_empty(&args->rbuf, g_no_bytes[1]);
+}
 
 StagingPool::~StagingPool() {
   for (const Block &b : free_) cohort_host_free(b.data);
@@ -74,6 +92,7 @@ cohort_status_t Staging::copy(void *dst, const void *src, size_t bytes) {
   return s;
 }
 
+
 cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
                                coll_cohort_args_t *args) {
   *args = call.args;
@@ -91,6 +110,7 @@ cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
       args->rbuf = moved(args->rbuf, c.device, c.host);
     }
   }
+  hide_empty_device_sides(args);
   return COHORT_SUCCESS;
 }
 

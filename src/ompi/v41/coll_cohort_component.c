@@ -559,10 +559,11 @@ static bool disabled_by_info(struct ompi_communicator_t *comm) {
   return found && !enable;
 }
 
-/* Inter-communicators, single ranks, Cohort's own communicators and those whose info says so
- * get no module. */
+/* Inter-communicators, Cohort's own communicators and those whose info says so get no module.
+ * One-rank communicators get one, for their device memory (Open MPI's self module would
+ * touch it), at a priority above self's; their host calls fall back to it. */
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority) {
-  if (!params.enable || offered == 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2 ||
+  if (!params.enable || offered == 0 || OMPI_COMM_IS_INTER(comm) ||
       coll_cohort_busy() || disabled_by_info(comm)) {
     return NULL;
   }
@@ -575,6 +576,7 @@ static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *com
     m->super.coll_i##name = cohort_i##name; \
   }
   COHORT_FOR_EACH_COLL(COHORT_OFFER)
-  *priority = params.priority;
+  /* Above self (75), which takes one-rank communicators otherwise. */
+  *priority = ompi_comm_size(comm) == 1 && params.priority <= 75 ? 76 : params.priority;
   return &m->super;
 }
