@@ -12,7 +12,8 @@
 # MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part,
 # GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks).
 # BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
-# and extra/{ctest,ftest,bench} (test/ompi's programs built with mpicc / mpifort).
+# and extra/{ctest,ftest,bench,overhead} (test/ompi's programs built with mpicc / mpifort;
+# overhead also against cohort.h and libcohort.so).
 set -u
 build=${1:-build}
 results=${2:-/tmp/cohort-gpu}
@@ -50,6 +51,29 @@ component_checks() {
       <(cat $results/$prog-off/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) && \
       cat $results/$prog-on/1/rank.*/stdout | grep -cE '^[0-9]+ [a-z]'"
   done
+  # Device buffers through the component (issue 19): every collective on cudaMalloc'd memory
+  # at np 2 and 4 under MPS, on every rank and on odd ranks only, against the host-buffer run
+  # on Open MPI's modules; verbose 3 must show no device buffer reaching Open MPI unstaged.
+  source .devrt/mps.sh start
+  for mode in "device 2" "device 4" "mixed 4"; do
+    set -- $mode
+    name=component; run "ctest np=$2 on $1 memory through the component (MPS, verbose 3)" \
+      env COHORT_ALLOW_SHARED_GPU=1 COLL_TEST_MEMORY=$1 mpirun -np $2 -x COHORT_ALLOW_SHARED_GPU \
+      -x COLL_TEST_MEMORY "${mca[@]}" --mca coll_cohort_host 1 --mca coll_cohort_verbose 3 \
+      --output-filename "$results/ctest-$1$2" "$PWD/$build/extra/ctest"
+    name=component; run "ctest np=$2 $1: 0 wrong, no unstaged device buffer in Open MPI" bash -c "\
+      cat $results/ctest-$1$2/1/rank.*/stdout | grep -q 'summary: 0 wrong' && \
+      ! cat $results/ctest-$1$2/1/rank.*/std* | grep -E 'falls back to Open MPI: .*(device|cuda)|to run on Open MPI: .*cuda-device' && \
+      cat $results/ctest-$1$2/1/rank.*/std* | grep -oE 'ran on Cohort.s [a-zA-Z ]*path( .staged.)?|staged [0-9]+ bytes .* to run on [A-Za-z ]+' | sed 's/staged [0-9]* bytes/staged/' | sort | uniq -c"
+  done
+  # The component against Cohort's API on the same device buffers, for the collectives it
+  # serves on the GPU: within 5% at 1 MiB and 2 us at 8 B is the target.
+  for coll in allreduce bcast reduce allgather reduce_scatter_block alltoall barrier; do
+    name=overhead; run "component vs API np=4 device $coll" env COHORT_ALLOW_SHARED_GPU=1 \
+      mpirun -np 4 -x COHORT_ALLOW_SHARED_GPU "${mca[@]}" "$PWD/$build/extra/overhead" -m device \
+      -c $coll -s 8,1048576 -n 200
+  done
+  source .devrt/mps.sh stop
   [ "${GPU_CHECK_BENCH:-1}" = 1 ] || return 0  # GPU_CHECK_BENCH=0: no side-by-side bench
   for coll in allreduce bcast allgather; do
     name=bench; run "side by side np=4 $coll: Cohort vs Open MPI's modules" mpirun -np 4 "${mca[@]}" \

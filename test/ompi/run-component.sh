@@ -28,7 +28,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..27"
+echo "1..28"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -303,3 +303,17 @@ else
     staged_to "Open MPI: host buffer" "$stage/devoff2"
   result $? "np=2 C on device memory with coll_cohort_host 0: what does not run on the GPU is staged to Open MPI, results identical"
 fi
+
+# What the component costs over Cohort's API (component_overhead.c, linked with the installed
+# libcohort): it builds, times both on the same buffers and prints a row per size.  Timings on
+# two oversubscribed cores mean nothing; the GPU machine's run (contrib/gpu-check.sh) is the
+# measurement.
+include_dir=$(find "$stage/root$prefix" -name cohort.h -printf '%h\n' | head -1)
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Wextra -Werror -O2 -o "$stage/overhead" "$SRCDIR/component_overhead.c" \
+  -I"$include_dir" $MPI_CFLAGS -L"$libdir" -lcohort -ldl $MPI_LIBS >"$log" 2>&1 &&
+  run "$stage/overhead.out" 2 --mca coll_cohort_host 1 "$stage/overhead" -s 8,65536 -n 50
+status=$?
+cat "$stage/overhead.out" >>"$log"
+[ $status -eq 0 ] && [ "$(rank0 "$stage/overhead.out" | grep -cE '^ +(8|65536) +[0-9.]+ +[0-9.]+ ')" -eq 2 ]
+result $? "component_overhead builds against cohort.h and times MPI_Allreduce through the component against cohort_allreduce"
