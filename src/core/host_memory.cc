@@ -76,7 +76,8 @@ using namespace cohort;
 extern "C" {
 
 cohort_status_t cohort_host_alloc(size_t bytes, void **ptr) {
-  if (ptr == nullptr) return fail(COHORT_ERR_INVALID_ARG, "cohort_host_alloc: ptr (output) is NULL");
+  if (ptr == nullptr)
+    return fail(COHORT_ERR_INVALID_ARG, "cohort_host_alloc: ptr (output) is NULL");
   *ptr = nullptr;
   if (bytes == 0) return COHORT_SUCCESS;
   if (pinned_allocation(bytes, ptr)) return COHORT_SUCCESS;
@@ -112,9 +113,10 @@ cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes) {
     std::memcpy(dst, src, bytes);
     return COHORT_SUCCESS;
   }
-  if (driver().memcpy(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src),
-                      bytes) != kCudaSuccess) {
-    return failf(COHORT_ERR_CUDA, "cohort_memcpy: cuMemcpy of %zu bytes failed (dst %p, src %p)", bytes, dst, src);
+  if (driver().memcpy(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes) !=
+      kCudaSuccess) {
+    return failf(COHORT_ERR_CUDA, "cohort_memcpy: cuMemcpy of %zu bytes failed (dst %p, src %p)",
+                 bytes, dst, src);
   }
   return COHORT_SUCCESS;
 }

@@ -118,7 +118,8 @@ Regions reduction_regions(const Call &c) {
   if (c.kind() == COLL_COHORT_REDUCE_SCATTER) out = a.rcounts[c.rank];
   if (in_place) out = in;  // the whole input is the receive buffer
   if (!in_place) put(&r.send, region(a.sbuf, a.dtype, in), &r.ok);
-  if (c.kind() != COLL_COHORT_REDUCE || c.is_root()) put(&r.recv, region(a.rbuf, a.dtype, out), &r.ok);
+  if (c.kind() != COLL_COHORT_REDUCE || c.is_root())
+    put(&r.recv, region(a.rbuf, a.dtype, out), &r.ok);
   return r;
 }
 
@@ -149,9 +150,8 @@ Regions block_regions(const Call &c) {
       if (!in_place) put(&r.send, region(a.sbuf, a.sdtype, a.scount), &r.ok);
       if (!c.is_root()) break;
       put(&r.recv,
-          c.kind() == COLL_COHORT_GATHER
-              ? region(a.rbuf, a.rdtype, a.rcount * n)
-              : v_region(a.rbuf, a.rdtype, a.rcounts, a.rdispls, c.size),
+          c.kind() == COLL_COHORT_GATHER ? region(a.rbuf, a.rdtype, a.rcount * n)
+                                         : v_region(a.rbuf, a.rdtype, a.rcounts, a.rdispls, c.size),
           &r.ok);
       break;
     case COLL_COHORT_SCATTER:

@@ -90,7 +90,7 @@ class CommState : NonCopyable {
 
  private:
   struct Counts {
-    long cohort = 0;  // staged ones included
+    long cohort = 0;               // staged ones included
     std::array<long, 2> staged{};  // by StagedTo
     std::array<long, kNumFallbacks> fallback{};
     StagingCost staging;

@@ -40,9 +40,9 @@ namespace cohort::ompi {
 namespace {
 
 constexpr const char *kCollNames[COLL_COHORT_NUM_KINDS] = {
-    "allreduce", "bcast",   "reduce",   "allgather", "allgatherv", "reduce_scatter_block",
-    "reduce_scatter", "alltoall", "alltoallv", "barrier", "gather", "gatherv",
-    "scatter",   "scatterv", "scan",     "exscan"};
+    "allreduce",      "bcast",    "reduce",    "allgather", "allgatherv", "reduce_scatter_block",
+    "reduce_scatter", "alltoall", "alltoallv", "barrier",   "gather",     "gatherv",
+    "scatter",        "scatterv", "scan",      "exscan"};
 
 int parse_collectives(const char *list) {
   int mask = 0;
@@ -121,8 +121,8 @@ int ran(Route &route, cohort_status_t s, coll_cohort_request_t **request, int *r
 // Stages the device buffers; false (after counting the failure as a fallback would be unsafe:
 // the call then fails) when pinned memory or a copy fails.
 cohort_status_t stage(Route &route) {
-  route.staging = std::make_unique<Staging>(route.state->staging_pool(),
-                                            route.state->staging_cost(route.id));
+  route.staging =
+      std::make_unique<Staging>(route.state->staging_pool(), route.state->staging_cost(route.id));
   return route.staging->stage(route.call, route.buffers, &route.args);
 }
 
@@ -143,8 +143,8 @@ int to_open_mpi(Route &route, const char *why, coll_cohort_request_t **request,
 // A staging failure ends the call with an error: falling back would hand device memory to a
 // module that cannot read it.
 int staging_failed(Route &route, cohort_status_t s, int *rc) {
-  say(kWarning, "%s: staging device memory through host memory failed: %s (%s)",
-      route.id.name(), cohort_status_string(s), cohort_last_error());
+  say(kWarning, "%s: staging device memory through host memory failed: %s (%s)", route.id.name(),
+      cohort_status_string(s), cohort_last_error());
   *rc = s == COHORT_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
   return COLL_COHORT_RAN;
 }
@@ -152,8 +152,8 @@ int staging_failed(Route &route, cohort_status_t s, int *rc) {
 // The communicator's team: made at the first blocking call that needs it; a nonblocking call
 // takes it only once it is there.
 cohort_team_t team_for(Route &route, std::optional<Fallback> *reason) {
-  cohort_team_t team = route.call.nonblocking ? route.state->ready_team()
-                                              : route.state->team(route.id);
+  cohort_team_t team =
+      route.call.nonblocking ? route.state->ready_team() : route.state->team(route.id);
   if (team == nullptr) *reason = route.call.nonblocking ? Fallback::kNoTeamYet : Fallback::kNoTeam;
   return team;
 }
@@ -227,10 +227,10 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   BusyScope busy;
   if (all_on_gpu && !reason) return run_on_device(route, request, staged, rc);
   // Staged, the call runs as host memory would; a reason keeps it off Cohort.
-  const char *why = reason               ? fallback_text(*reason)
-                    : !on_gpu            ? "device and host memory in one call"
-                    : nonblocking        ? "nonblocking (the GPU path takes blocking calls)"
-                                         : "another rank's buffers are in host memory";
+  const char *why = reason        ? fallback_text(*reason)
+                    : !on_gpu     ? "device and host memory in one call"
+                    : nonblocking ? "nonblocking (the GPU path takes blocking calls)"
+                                  : "another rank's buffers are in host memory";
   if (!params().host_buffers && !reason) reason = Fallback::kHostBuffer;
   return run_staged(route, reason, why, request, staged, rc);
 }

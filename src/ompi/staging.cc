@@ -31,7 +31,6 @@ void replace_empty(Ptr *ptr, char *stand_in) {
   *ptr = static_cast<Ptr>(static_cast<void *>(stand_in));
 }
 
-
 }  // namespace
 
 void hide_empty_device_sides(coll_cohort_args_t *args) {
@@ -49,7 +48,8 @@ char *StagingPool::take(size_t bytes, size_t *capacity) {
     // The smallest free block that is large enough.
     auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->capacity >= bytes && (best == free_.end() || it->capacity < best->capacity)) best = it;
+      if (it->capacity >= bytes && (best == free_.end() || it->capacity < best->capacity))
+        best = it;
     }
     if (best != free_.end()) {
       Block b = *best;
@@ -85,13 +85,12 @@ Staging::~Staging() {
 cohort_status_t Staging::copy(void *dst, const void *src, size_t bytes) {
   const auto start = std::chrono::steady_clock::now();
   const cohort_status_t s = cohort_memcpy(dst, src, bytes);
-  copy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::steady_clock::now() - start)
-                  .count();
+  copy_ns_ +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
   bytes_copied_ += bytes;
   return s;
 }
-
 
 cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
                                coll_cohort_args_t *args) {

@@ -63,8 +63,7 @@ class Staging {
 
   // Takes a host copy of each device buffer and fills it (cohort_memcpy); `args` then points
   // at the copies.  A failure (out of pinned memory, a failed copy) returns its status.
-  cohort_status_t stage(const Call &call, const CallBuffers &buffers,
-                        coll_cohort_args_t *args);
+  cohort_status_t stage(const Call &call, const CallBuffers &buffers, coll_cohort_args_t *args);
   // Copies every written copy back to its device buffer.
   cohort_status_t unstage();
   size_t bytes() const;  // staged in all
@@ -85,6 +84,5 @@ class Staging {
   uint64_t bytes_copied_ = 0, copy_ns_ = 0;
   std::vector<Copy> copies_;
 };
-
 
 }  // namespace cohort::ompi

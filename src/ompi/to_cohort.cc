@@ -94,7 +94,8 @@ std::optional<Fallback> CohortCall::prepare_blocks(const Call &call, const char 
                                : static_cast<size_t>(a.rcount) * recv_elem_;
   if (k == COLL_COHORT_ALLTOALL) {
     count_ = got;
-    if (uses_send && sent != got) return *detail = "send and receive sizes differ", Fallback::kRefused;
+    if (uses_send && sent != got)
+      return *detail = "send and receive sizes differ", Fallback::kRefused;
   } else if (k == COLL_COHORT_ALLTOALLV) {
     count_ = 0;
   } else if (k == COLL_COHORT_SCATTER || k == COLL_COHORT_SCATTERV) {
@@ -116,8 +117,8 @@ std::optional<Fallback> CohortCall::prepare_blocks(const Call &call, const char 
 }
 
 bool CohortCall::needs_host_memory(const Call &call) const {
-  const bool scatters = call.kind() == COLL_COHORT_REDUCE_SCATTER_BLOCK ||
-                        call.kind() == COLL_COHORT_REDUCE_SCATTER;
+  const bool scatters =
+      call.kind() == COLL_COHORT_REDUCE_SCATTER_BLOCK || call.kind() == COLL_COHORT_REDUCE_SCATTER;
   return scatters && call.in_place();
 }
 
@@ -142,8 +143,8 @@ cohort_status_t CohortCall::start_reduction(cohort_team_t team, const Call &call
     case COLL_COHORT_ALLREDUCE:
       return COHORT_START(cohort_allreduce, team, send, args.rbuf, count_, dtype_, op_);
     case COLL_COHORT_REDUCE:
-      return COHORT_START(cohort_reduce, team, send, call.is_root() ? args.rbuf : nullptr,
-                          count_, dtype_, op_, args.root);
+      return COHORT_START(cohort_reduce, team, send, call.is_root() ? args.rbuf : nullptr, count_,
+                          dtype_, op_, args.root);
     case COLL_COHORT_SCAN:
       return COHORT_START(cohort_scan, team, send, args.rbuf, count_, dtype_, op_);
     case COLL_COHORT_EXSCAN:
@@ -209,8 +210,8 @@ cohort_status_t CohortCall::start_blocks(cohort_team_t team, const Call &call,
                           call.is_root() ? args.rbuf : nullptr, rc, rd, COHORT_UINT8, root);
     case COLL_COHORT_SCATTER:
       return COHORT_START(cohort_scatter, team, call.is_root() ? args.sbuf : nullptr,
-                          ip ? at(const_cast<void *>(args.sbuf), root * count_) : args.rbuf,
-                          count_, COHORT_UINT8, root);
+                          ip ? at(const_cast<void *>(args.sbuf), root * count_) : args.rbuf, count_,
+                          COHORT_UINT8, root);
     case COLL_COHORT_SCATTERV:
       return COHORT_START(cohort_scatterv, team, call.is_root() ? args.sbuf : nullptr, sc, sd,
                           ip ? at(const_cast<void *>(args.sbuf), sd[root]) : args.rbuf, count_,

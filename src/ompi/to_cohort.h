@@ -33,8 +33,8 @@ class CohortCall {
  private:
   cohort_status_t start_reduction(cohort_team_t team, const Call &call,
                                   const coll_cohort_args_t &args, cohort_request_t *request);
-  cohort_status_t start_blocks(cohort_team_t team, const Call &call,
-                               const coll_cohort_args_t &args, cohort_request_t *request);
+  cohort_status_t start_blocks(cohort_team_t team, const Call &call, const coll_cohort_args_t &args,
+                               cohort_request_t *request);
   cohort_status_t start_reduce_scatter(cohort_team_t team, const Call &call,
                                        const coll_cohort_args_t &args, cohort_request_t *request);
   std::optional<Fallback> prepare_blocks(const Call &call, const char **detail);

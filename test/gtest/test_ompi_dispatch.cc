@@ -238,11 +238,11 @@ TEST_F(OmpiComponent, TheCollectivesListPicksWhatTheModuleOffers) {
             (1 << COLL_COHORT_ALLREDUCE) | (1 << COLL_COHORT_BARRIER));
   EXPECT_TRUE(g_said.empty());
   p.collectives = "bcast,alltoallw,exscan";  // the unknown name is warned about and skipped
-  EXPECT_EQ(coll_cohort_configure(&p, capture), (1 << COLL_COHORT_BCAST) | (1 << COLL_COHORT_EXSCAN));
+  EXPECT_EQ(coll_cohort_configure(&p, capture),
+            (1 << COLL_COHORT_BCAST) | (1 << COLL_COHORT_EXSCAN));
   ASSERT_EQ(g_said.size(), 1u);
   EXPECT_EQ(g_said[0].first, kWarning);
-  EXPECT_EQ(g_said[0].second.rfind("coll:cohort: coll_cohort_collectives names 'alltoallw'", 0),
-            0u)
+  EXPECT_EQ(g_said[0].second.rfind("coll:cohort: coll_cohort_collectives names 'alltoallw'", 0), 0u)
       << g_said[0].second;
   p.enable = false;
   EXPECT_EQ(coll_cohort_configure(&p, capture), 0);

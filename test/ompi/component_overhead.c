@@ -75,7 +75,8 @@ static void via_mpi(const Target *t, int count) {
   if (!strcmp(c, "allgather")) {
     MPI_Allgather(t->send, count, MPI_FLOAT, t->recv, count, MPI_FLOAT, t->comm);
   }
-  if (!strcmp(c, "alltoall")) MPI_Alltoall(t->send, count, MPI_FLOAT, t->recv, count, MPI_FLOAT, t->comm);
+  if (!strcmp(c, "alltoall"))
+    MPI_Alltoall(t->send, count, MPI_FLOAT, t->recv, count, MPI_FLOAT, t->comm);
   if (!strcmp(c, "reduce_scatter_block")) {
     MPI_Reduce_scatter_block(t->send, t->recv, count, MPI_FLOAT, MPI_SUM, t->comm);
   }
@@ -86,8 +87,10 @@ static void via_cohort(const Target *t, int count) {
   const char *c = t->coll;
   cohort_status_t s = COHORT_SUCCESS;
   const size_t n = (size_t)count;
-  if (!strcmp(c, "allreduce")) s = cohort_allreduce(t->team, t->send, t->recv, n, COHORT_FLOAT32, COHORT_SUM);
-  if (!strcmp(c, "reduce")) s = cohort_reduce(t->team, t->send, t->recv, n, COHORT_FLOAT32, COHORT_SUM, 0);
+  if (!strcmp(c, "allreduce"))
+    s = cohort_allreduce(t->team, t->send, t->recv, n, COHORT_FLOAT32, COHORT_SUM);
+  if (!strcmp(c, "reduce"))
+    s = cohort_reduce(t->team, t->send, t->recv, n, COHORT_FLOAT32, COHORT_SUM, 0);
   if (!strcmp(c, "bcast")) s = cohort_broadcast(t->team, t->recv, t->recv, n, COHORT_FLOAT32, 0);
   if (!strcmp(c, "allgather")) s = cohort_allgather(t->team, t->send, t->recv, n, COHORT_FLOAT32);
   if (!strcmp(c, "alltoall")) s = cohort_alltoall(t->team, t->send, t->recv, n, COHORT_FLOAT32);

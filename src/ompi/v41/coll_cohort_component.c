@@ -22,31 +22,31 @@
 
 /* The collectives we offer, blocking and nonblocking, each with the function and module we
  * fall back to: X(name, kind). */
-#define COHORT_FOR_EACH_COLL(X)                            \
-  X(allreduce, COLL_COHORT_ALLREDUCE)                      \
-  X(bcast, COLL_COHORT_BCAST)                              \
-  X(reduce, COLL_COHORT_REDUCE)                            \
-  X(allgather, COLL_COHORT_ALLGATHER)                      \
-  X(allgatherv, COLL_COHORT_ALLGATHERV)                    \
+#define COHORT_FOR_EACH_COLL(X)                             \
+  X(allreduce, COLL_COHORT_ALLREDUCE)                       \
+  X(bcast, COLL_COHORT_BCAST)                               \
+  X(reduce, COLL_COHORT_REDUCE)                             \
+  X(allgather, COLL_COHORT_ALLGATHER)                       \
+  X(allgatherv, COLL_COHORT_ALLGATHERV)                     \
   X(reduce_scatter_block, COLL_COHORT_REDUCE_SCATTER_BLOCK) \
-  X(reduce_scatter, COLL_COHORT_REDUCE_SCATTER)            \
-  X(alltoall, COLL_COHORT_ALLTOALL)                        \
-  X(alltoallv, COLL_COHORT_ALLTOALLV)                      \
-  X(barrier, COLL_COHORT_BARRIER)                          \
-  X(gather, COLL_COHORT_GATHER)                            \
-  X(gatherv, COLL_COHORT_GATHERV)                          \
-  X(scatter, COLL_COHORT_SCATTER)                          \
-  X(scatterv, COLL_COHORT_SCATTERV)                        \
-  X(scan, COLL_COHORT_SCAN)                                \
+  X(reduce_scatter, COLL_COHORT_REDUCE_SCATTER)             \
+  X(alltoall, COLL_COHORT_ALLTOALL)                         \
+  X(alltoallv, COLL_COHORT_ALLTOALLV)                       \
+  X(barrier, COLL_COHORT_BARRIER)                           \
+  X(gather, COLL_COHORT_GATHER)                             \
+  X(gatherv, COLL_COHORT_GATHERV)                           \
+  X(scatter, COLL_COHORT_SCATTER)                           \
+  X(scatterv, COLL_COHORT_SCATTERV)                         \
+  X(scan, COLL_COHORT_SCAN)                                 \
   X(exscan, COLL_COHORT_EXSCAN)
 
 typedef struct mca_coll_cohort_module_t {
   mca_coll_base_module_t super;
   coll_cohort_comm_t *state;
-#define COHORT_PREV_FIELDS(name, kind)                  \
-  mca_coll_base_module_##name##_fn_t prev_##name;       \
-  mca_coll_base_module_t *prev_##name##_module;         \
-  mca_coll_base_module_i##name##_fn_t prev_i##name;     \
+#define COHORT_PREV_FIELDS(name, kind)              \
+  mca_coll_base_module_##name##_fn_t prev_##name;   \
+  mca_coll_base_module_t *prev_##name##_module;     \
+  mca_coll_base_module_i##name##_fn_t prev_i##name; \
   mca_coll_base_module_t *prev_i##name##_module;
   COHORT_FOR_EACH_COLL(COHORT_PREV_FIELDS)
 } mca_coll_cohort_module_t;
@@ -54,9 +54,9 @@ typedef struct mca_coll_cohort_module_t {
 static void module_construct(mca_coll_cohort_module_t *m) {
   m->state = NULL;
 #define COHORT_PREV_CLEAR(name, kind) \
-  m->prev_##name = NULL;             \
-  m->prev_##name##_module = NULL;    \
-  m->prev_i##name = NULL;            \
+  m->prev_##name = NULL;              \
+  m->prev_##name##_module = NULL;     \
+  m->prev_i##name = NULL;             \
   m->prev_i##name##_module = NULL;
   COHORT_FOR_EACH_COLL(COHORT_PREV_CLEAR)
 }
@@ -98,37 +98,49 @@ static int run_prev(mca_coll_cohort_module_t *m, const coll_cohort_args_t *a,
                     struct ompi_communicator_t *comm) {
   switch (a->kind) {
     case COLL_COHORT_ALLREDUCE:
-      return m->prev_allreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_allreduce_module);
+      return m->prev_allreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm,
+                               m->prev_allreduce_module);
     case COLL_COHORT_BCAST:
       return m->prev_bcast(a->rbuf, a->count, a->dtype, a->root, comm, m->prev_bcast_module);
     case COLL_COHORT_REDUCE:
-      return m->prev_reduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm, m->prev_reduce_module);
+      return m->prev_reduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm,
+                            m->prev_reduce_module);
     case COLL_COHORT_ALLGATHER:
-      return m->prev_allgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, m->prev_allgather_module);
+      return m->prev_allgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm,
+                               m->prev_allgather_module);
     case COLL_COHORT_ALLGATHERV:
-      return m->prev_allgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, m->prev_allgatherv_module);
+      return m->prev_allgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                                a->rdtype, comm, m->prev_allgatherv_module);
     case COLL_COHORT_REDUCE_SCATTER_BLOCK:
-      return m->prev_reduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_reduce_scatter_block_module);
+      return m->prev_reduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm,
+                                          m->prev_reduce_scatter_block_module);
     case COLL_COHORT_REDUCE_SCATTER:
-      return m->prev_reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm, m->prev_reduce_scatter_module);
+      return m->prev_reduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm,
+                                    m->prev_reduce_scatter_module);
     case COLL_COHORT_ALLTOALL:
-      return m->prev_alltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, m->prev_alltoall_module);
+      return m->prev_alltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm,
+                              m->prev_alltoall_module);
     case COLL_COHORT_ALLTOALLV:
-      return m->prev_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, m->prev_alltoallv_module);
-    case COLL_COHORT_BARRIER:
-      return m->prev_barrier(comm, m->prev_barrier_module);
+      return m->prev_alltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts,
+                               a->rdispls, a->rdtype, comm, m->prev_alltoallv_module);
+    case COLL_COHORT_BARRIER: return m->prev_barrier(comm, m->prev_barrier_module);
     case COLL_COHORT_GATHER:
-      return m->prev_gather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_gather_module);
+      return m->prev_gather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root,
+                            comm, m->prev_gather_module);
     case COLL_COHORT_GATHERV:
-      return m->prev_gatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, a->root, comm, m->prev_gatherv_module);
+      return m->prev_gatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                             a->rdtype, a->root, comm, m->prev_gatherv_module);
     case COLL_COHORT_SCATTER:
-      return m->prev_scatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_scatter_module);
+      return m->prev_scatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root,
+                             comm, m->prev_scatter_module);
     case COLL_COHORT_SCATTERV:
-      return m->prev_scatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, m->prev_scatterv_module);
+      return m->prev_scatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
+                              a->rdtype, a->root, comm, m->prev_scatterv_module);
     case COLL_COHORT_SCAN:
       return m->prev_scan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_scan_module);
     case COLL_COHORT_EXSCAN:
-      return m->prev_exscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, m->prev_exscan_module);
+      return m->prev_exscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm,
+                            m->prev_exscan_module);
     default: return OMPI_ERR_NOT_SUPPORTED;
   }
 }
@@ -138,37 +150,50 @@ static int run_iprev(mca_coll_cohort_module_t *m, const coll_cohort_args_t *a,
                      struct ompi_communicator_t *comm, ompi_request_t **r) {
   switch (a->kind) {
     case COLL_COHORT_ALLREDUCE:
-      return m->prev_iallreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iallreduce_module);
+      return m->prev_iallreduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r,
+                                m->prev_iallreduce_module);
     case COLL_COHORT_BCAST:
       return m->prev_ibcast(a->rbuf, a->count, a->dtype, a->root, comm, r, m->prev_ibcast_module);
     case COLL_COHORT_REDUCE:
-      return m->prev_ireduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm, r, m->prev_ireduce_module);
+      return m->prev_ireduce(a->sbuf, a->rbuf, a->count, a->dtype, a->op, a->root, comm, r,
+                             m->prev_ireduce_module);
     case COLL_COHORT_ALLGATHER:
-      return m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, r, m->prev_iallgather_module);
+      return m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm,
+                                r, m->prev_iallgather_module);
     case COLL_COHORT_ALLGATHERV:
-      return m->prev_iallgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, r, m->prev_iallgatherv_module);
+      return m->prev_iallgatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                                 a->rdtype, comm, r, m->prev_iallgatherv_module);
     case COLL_COHORT_REDUCE_SCATTER_BLOCK:
-      return m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_ireduce_scatter_block_module);
+      return m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r,
+                                           m->prev_ireduce_scatter_block_module);
     case COLL_COHORT_REDUCE_SCATTER:
-      return m->prev_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm, r, m->prev_ireduce_scatter_module);
+      return m->prev_ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->dtype, a->op, comm, r,
+                                     m->prev_ireduce_scatter_module);
     case COLL_COHORT_ALLTOALL:
-      return m->prev_ialltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm, r, m->prev_ialltoall_module);
+      return m->prev_ialltoall(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, comm,
+                               r, m->prev_ialltoall_module);
     case COLL_COHORT_ALLTOALLV:
-      return m->prev_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, comm, r, m->prev_ialltoallv_module);
-    case COLL_COHORT_BARRIER:
-      return m->prev_ibarrier(comm, r, m->prev_ibarrier_module);
+      return m->prev_ialltoallv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcounts,
+                                a->rdispls, a->rdtype, comm, r, m->prev_ialltoallv_module);
+    case COLL_COHORT_BARRIER: return m->prev_ibarrier(comm, r, m->prev_ibarrier_module);
     case COLL_COHORT_GATHER:
-      return m->prev_igather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_igather_module);
+      return m->prev_igather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root,
+                             comm, r, m->prev_igather_module);
     case COLL_COHORT_GATHERV:
-      return m->prev_igatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls, a->rdtype, a->root, comm, r, m->prev_igatherv_module);
+      return m->prev_igatherv(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcounts, a->rdispls,
+                              a->rdtype, a->root, comm, r, m->prev_igatherv_module);
     case COLL_COHORT_SCATTER:
-      return m->prev_iscatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_iscatter_module);
+      return m->prev_iscatter(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root,
+                              comm, r, m->prev_iscatter_module);
     case COLL_COHORT_SCATTERV:
-      return m->prev_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount, a->rdtype, a->root, comm, r, m->prev_iscatterv_module);
+      return m->prev_iscatterv(a->sbuf, a->scounts, a->sdispls, a->sdtype, a->rbuf, a->rcount,
+                               a->rdtype, a->root, comm, r, m->prev_iscatterv_module);
     case COLL_COHORT_SCAN:
-      return m->prev_iscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iscan_module);
+      return m->prev_iscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r,
+                           m->prev_iscan_module);
     case COLL_COHORT_EXSCAN:
-      return m->prev_iexscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r, m->prev_iexscan_module);
+      return m->prev_iexscan(a->sbuf, a->rbuf, a->count, a->dtype, a->op, comm, r,
+                             m->prev_iexscan_module);
     default: return OMPI_ERR_NOT_SUPPORTED;
   }
 }
@@ -303,58 +328,76 @@ typedef struct ompi_communicator_t *comm_t;
 typedef mca_coll_base_module_t *module_t;
 
 /* The arguments of each family, as one coll_cohort_args_t. */
-#define REDUCTION_ARGS(k, s, r, n, t, o, rt) \
-  { .kind = (k), .sbuf = (s), .rbuf = (r), .count = (n), .dtype = (t), .sdtype = (t), .rdtype = (t), .op = (o), .root = (rt) }
-#define BLOCK_ARGS(k, s, sc, st, r, rc, rt, ro) \
-  { .kind = (k), .sbuf = (s), .scount = (sc), .sdtype = (st), .rbuf = (r), .rcount = (rc), .rdtype = (rt), .root = (ro) }
+#define REDUCTION_ARGS(k, s, r, n, t, o, rt)                                          \
+  {                                                                                   \
+    .kind = (k), .sbuf = (s), .rbuf = (r), .count = (n), .dtype = (t), .sdtype = (t), \
+    .rdtype = (t), .op = (o), .root = (rt)                                            \
+  }
+#define BLOCK_ARGS(k, s, sc, st, r, rc, rt, ro)                                            \
+  {                                                                                        \
+    .kind = (k), .sbuf = (s), .scount = (sc), .sdtype = (st), .rbuf = (r), .rcount = (rc), \
+    .rdtype = (rt), .root = (ro)                                                           \
+  }
 
-static int cohort_allreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+static int cohort_allreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                            module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_ALLREDUCE, s, r, n, t, o, 0);
   return run_blocking(m, c, &a);
 }
-static int cohort_iallreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_iallreduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                             ompi_request_t **q, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_ALLREDUCE, s, r, n, t, o, 0);
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_reduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root, comm_t c, module_t m) {
+static int cohort_reduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root,
+                         comm_t c, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE, s, r, n, t, o, root);
   return run_blocking(m, c, &a);
 }
-static int cohort_ireduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_ireduce(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, int root,
+                          comm_t c, ompi_request_t **q, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE, s, r, n, t, o, root);
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_reduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+static int cohort_reduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o,
+                                       comm_t c, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER_BLOCK, s, r, n, t, o, 0);
   return run_blocking(m, c, &a);
 }
-static int cohort_ireduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_ireduce_scatter_block(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o,
+                                        comm_t c, ompi_request_t **q, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER_BLOCK, s, r, n, t, o, 0);
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_reduce_scatter(const void *s, void *r, const int *ns, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+static int cohort_reduce_scatter(const void *s, void *r, const int *ns, dt_t t, struct ompi_op_t *o,
+                                 comm_t c, module_t m) {
   coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER, s, r, 0, t, o, 0);
   a.rcounts = ns;
   return run_blocking(m, c, &a);
 }
-static int cohort_ireduce_scatter(const void *s, void *r, const int *ns, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_ireduce_scatter(const void *s, void *r, const int *ns, dt_t t,
+                                  struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
   coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_REDUCE_SCATTER, s, r, 0, t, o, 0);
   a.rcounts = ns;
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_scan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+static int cohort_scan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                       module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_SCAN, s, r, n, t, o, 0);
   return run_blocking(m, c, &a);
 }
-static int cohort_iscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_iscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                        ompi_request_t **q, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_SCAN, s, r, n, t, o, 0);
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_exscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, module_t m) {
+static int cohort_exscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                         module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_EXSCAN, s, r, n, t, o, 0);
   return run_blocking(m, c, &a);
 }
-static int cohort_iexscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_iexscan(const void *s, void *r, int n, dt_t t, struct ompi_op_t *o, comm_t c,
+                          ompi_request_t **q, module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_EXSCAN, s, r, n, t, o, 0);
   return run_nonblocking(m, c, &a, q);
 }
@@ -362,7 +405,8 @@ static int cohort_bcast(void *b, int n, dt_t t, int root, comm_t c, module_t m) 
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_BCAST, NULL, b, n, t, MPI_OP_NULL, root);
   return run_blocking(m, c, &a);
 }
-static int cohort_ibcast(void *b, int n, dt_t t, int root, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_ibcast(void *b, int n, dt_t t, int root, comm_t c, ompi_request_t **q,
+                         module_t m) {
   const coll_cohort_args_t a = REDUCTION_ARGS(COLL_COHORT_BCAST, NULL, b, n, t, MPI_OP_NULL, root);
   return run_nonblocking(m, c, &a, q);
 }
@@ -376,70 +420,79 @@ static int cohort_ibarrier(comm_t c, ompi_request_t **q, module_t m) {
 }
 
 /* Allgather and alltoall take the same arguments; gather and scatter the same plus a root. */
-#define COHORT_BLOCKS(name, kind)                                                                \
+#define COHORT_BLOCKS(name, kind)                                                               \
   static int cohort_##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, comm_t c,  \
-                           module_t m) {                                                         \
-    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                      \
-    return run_blocking(m, c, &a);                                                               \
-  }                                                                                              \
+                           module_t m) {                                                        \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                     \
+    return run_blocking(m, c, &a);                                                              \
+  }                                                                                             \
   static int cohort_i##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, comm_t c, \
-                            ompi_request_t **q, module_t m) {                                    \
-    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                      \
-    return run_nonblocking(m, c, &a, q);                                                         \
+                            ompi_request_t **q, module_t m) {                                   \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, 0);                     \
+    return run_nonblocking(m, c, &a, q);                                                        \
   }
 COHORT_BLOCKS(allgather, COLL_COHORT_ALLGATHER)
 COHORT_BLOCKS(alltoall, COLL_COHORT_ALLTOALL)
 
-#define COHORT_ROOTED_BLOCKS(name, kind)                                                         \
+#define COHORT_ROOTED_BLOCKS(name, kind)                                                        \
   static int cohort_##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, int root,  \
-                           comm_t c, module_t m) {                                               \
-    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                   \
-    return run_blocking(m, c, &a);                                                               \
-  }                                                                                              \
+                           comm_t c, module_t m) {                                              \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                  \
+    return run_blocking(m, c, &a);                                                              \
+  }                                                                                             \
   static int cohort_i##name(const void *s, int sc, dt_t st, void *r, int rc, dt_t rt, int root, \
-                            comm_t c, ompi_request_t **q, module_t m) {                          \
-    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                   \
-    return run_nonblocking(m, c, &a, q);                                                         \
+                            comm_t c, ompi_request_t **q, module_t m) {                         \
+    const coll_cohort_args_t a = BLOCK_ARGS(kind, s, sc, st, r, rc, rt, root);                  \
+    return run_nonblocking(m, c, &a, q);                                                        \
   }
 COHORT_ROOTED_BLOCKS(gather, COLL_COHORT_GATHER)
 COHORT_ROOTED_BLOCKS(scatter, COLL_COHORT_SCATTER)
 
-static int cohort_allgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, module_t m) {
+static int cohort_allgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs,
+                             const int *rds, dt_t rt, comm_t c, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLGATHERV, s, sc, st, r, 0, rt, 0);
   a.rcounts = rcs, a.rdispls = rds;
   return run_blocking(m, c, &a);
 }
-static int cohort_iallgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_iallgatherv(const void *s, int sc, dt_t st, void *r, const int *rcs,
+                              const int *rds, dt_t rt, comm_t c, ompi_request_t **q, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLGATHERV, s, sc, st, r, 0, rt, 0);
   a.rcounts = rcs, a.rdispls = rds;
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_gatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, int root, comm_t c, module_t m) {
+static int cohort_gatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds,
+                          dt_t rt, int root, comm_t c, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_GATHERV, s, sc, st, r, 0, rt, root);
   a.rcounts = rcs, a.rdispls = rds;
   return run_blocking(m, c, &a);
 }
-static int cohort_igatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_igatherv(const void *s, int sc, dt_t st, void *r, const int *rcs, const int *rds,
+                           dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_GATHERV, s, sc, st, r, 0, rt, root);
   a.rcounts = rcs, a.rdispls = rds;
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_scatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc, dt_t rt, int root, comm_t c, module_t m) {
+static int cohort_scatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc,
+                           dt_t rt, int root, comm_t c, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_SCATTERV, s, 0, st, r, rc, rt, root);
   a.scounts = scs, a.sdispls = sds;
   return run_blocking(m, c, &a);
 }
-static int cohort_iscatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc, dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_iscatterv(const void *s, const int *scs, const int *sds, dt_t st, void *r, int rc,
+                            dt_t rt, int root, comm_t c, ompi_request_t **q, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_SCATTERV, s, 0, st, r, rc, rt, root);
   a.scounts = scs, a.sdispls = sds;
   return run_nonblocking(m, c, &a, q);
 }
-static int cohort_alltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, module_t m) {
+static int cohort_alltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r,
+                            const int *rcs, const int *rds, dt_t rt, comm_t c, module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLTOALLV, s, 0, st, r, 0, rt, 0);
   a.scounts = scs, a.sdispls = sds, a.rcounts = rcs, a.rdispls = rds;
   return run_blocking(m, c, &a);
 }
-static int cohort_ialltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r, const int *rcs, const int *rds, dt_t rt, comm_t c, ompi_request_t **q, module_t m) {
+static int cohort_ialltoallv(const void *s, const int *scs, const int *sds, dt_t st, void *r,
+                             const int *rcs, const int *rds, dt_t rt, comm_t c, ompi_request_t **q,
+                             module_t m) {
   coll_cohort_args_t a = BLOCK_ARGS(COLL_COHORT_ALLTOALLV, s, 0, st, r, 0, rt, 0);
   a.scounts = scs, a.sdispls = sds, a.rcounts = rcs, a.rdispls = rds;
   return run_nonblocking(m, c, &a, q);
@@ -452,12 +505,12 @@ static int cohort_ialltoallv(const void *s, const int *scs, const int *sds, dt_t
  * the module declines. */
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm) {
   mca_coll_cohort_module_t *m = MODULE(module);
-#define COHORT_SAVE_ONE(name)                                                               \
-  if (comm->c_coll->coll_##name == NULL || comm->c_coll->coll_##name##_module == NULL) {     \
-    return OMPI_ERROR;                                                                       \
-  }                                                                                          \
-  m->prev_##name = comm->c_coll->coll_##name;                                                \
-  m->prev_##name##_module = comm->c_coll->coll_##name##_module;                              \
+#define COHORT_SAVE_ONE(name)                                                            \
+  if (comm->c_coll->coll_##name == NULL || comm->c_coll->coll_##name##_module == NULL) { \
+    return OMPI_ERROR;                                                                   \
+  }                                                                                      \
+  m->prev_##name = comm->c_coll->coll_##name;                                            \
+  m->prev_##name##_module = comm->c_coll->coll_##name##_module;                          \
   OBJ_RETAIN(m->prev_##name##_module);
 #define COHORT_SAVE_PREV(name, kind) \
   if (offered & (1 << (kind))) {     \
@@ -495,9 +548,9 @@ mca_coll_base_component_2_0_0_t mca_coll_cohort_component = {
 
 static int cohort_register(void) {
   mca_base_component_t *c = &mca_coll_cohort_component.collm_version;
-  (void)mca_base_component_var_register(
-      c, "enable", "Use Cohort for the collectives it supports", MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
-      0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &params.enable);
+  (void)mca_base_component_var_register(c, "enable", "Use Cohort for the collectives it supports",
+                                        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
+                                        MCA_BASE_VAR_SCOPE_READONLY, &params.enable);
   (void)mca_base_component_var_register(
       c, "priority", "Priority of the cohort coll component (tuned is 30)", MCA_BASE_VAR_TYPE_INT,
       NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY, &params.priority);
@@ -563,16 +616,16 @@ static bool disabled_by_info(struct ompi_communicator_t *comm) {
  * One-rank communicators get one, for their device memory (Open MPI's self module would
  * touch it), at a priority above self's; their host calls fall back to it. */
 static mca_coll_base_module_t *cohort_comm_query(struct ompi_communicator_t *comm, int *priority) {
-  if (!params.enable || offered == 0 || OMPI_COMM_IS_INTER(comm) ||
-      coll_cohort_busy() || disabled_by_info(comm)) {
+  if (!params.enable || offered == 0 || OMPI_COMM_IS_INTER(comm) || coll_cohort_busy() ||
+      disabled_by_info(comm)) {
     return NULL;
   }
   mca_coll_cohort_module_t *m = OBJ_NEW(mca_coll_cohort_module_t);
   if (m == NULL) return NULL;
   m->super.coll_module_enable = module_enable;
-#define COHORT_OFFER(name, kind)      \
-  if (offered & (1 << (kind))) {       \
-    m->super.coll_##name = cohort_##name; \
+#define COHORT_OFFER(name, kind)            \
+  if (offered & (1 << (kind))) {            \
+    m->super.coll_##name = cohort_##name;   \
     m->super.coll_i##name = cohort_i##name; \
   }
   COHORT_FOR_EACH_COLL(COHORT_OFFER)
