@@ -118,8 +118,8 @@ int ran(Route &route, cohort_status_t s, coll_cohort_request_t **request, int *r
   return route.state->finish(route.id, s, rc, where);
 }
 
-// Stages the device buffers; false (after counting the failure as a fallback would be unsafe:
-// the call then fails) when pinned memory or a copy fails.
+// Stages the device buffers: host copies of them in route.args, or why that failed (pinned
+// memory, a copy).
 cohort_status_t stage(Route &route) {
   route.staging =
       std::make_unique<Staging>(route.state->staging_pool(), route.state->staging_cost(route.id));

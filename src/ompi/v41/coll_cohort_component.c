@@ -4,6 +4,8 @@
  * headers, with hidden visibility: the component structure is the one symbol it exports. */
 #include "ompi_config.h"
 
+#include <pthread.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/base/base.h"
@@ -211,46 +213,56 @@ typedef struct cohort_nb_request_t {
 } cohort_nb_request_t;
 OBJ_CLASS_INSTANCE(cohort_nb_request_t, ompi_request_t, NULL, NULL);
 
+/* The active list; the lock is held only to change it and to poll it, never while a request
+ * is completed (completion may run callbacks that post collectives).  A thread that finds the
+ * list being polled leaves it to that thread. */
 static cohort_nb_request_t *active = NULL;
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool progress_registered = false;
-static bool in_progress = false; /* our progress is not reentered */
 
-/* Ends one active request if its call finished: 1 then, 0 while it runs. */
-static int try_complete(cohort_nb_request_t *r) {
+/* Whether one active request's call finished; sets its status then. */
+static bool finished(cohort_nb_request_t *r) {
   int rc = MPI_SUCCESS;
   if (r->inner != NULL) {
-    if (!REQUEST_COMPLETE(r->inner)) return 0;
+    if (!REQUEST_COMPLETE(r->inner)) return false;
     rc = coll_cohort_staged_done(r->logic, r->inner->req_status.MPI_ERROR);
     r->logic = NULL;
     ompi_request_free(&r->inner);
   } else if (!coll_cohort_request_test(r->logic, &rc)) {
-    return 0;
+    return false;
   }
   r->super.req_status.MPI_ERROR = rc;
-  ompi_request_complete(&r->super, true);
-  return 1;
+  return true;
 }
 
 static int cohort_progress(void) {
-  if (in_progress || active == NULL) return 0;
-  in_progress = true;
-  int completed = 0;
+  if (active == NULL || pthread_mutex_trylock(&active_lock) != 0) return 0;
+  cohort_nb_request_t *done = NULL;
   for (cohort_nb_request_t **link = &active; *link != NULL;) {
     cohort_nb_request_t *r = *link;
-    if (try_complete(r)) {
+    if (finished(r)) {
       *link = r->next;
-      ++completed;
+      r->next = done;
+      done = r;
     } else {
       link = &r->next;
     }
   }
-  in_progress = false;
+  pthread_mutex_unlock(&active_lock);
+  int completed = 0;
+  while (done != NULL) {
+    cohort_nb_request_t *r = done;
+    done = r->next;
+    ompi_request_complete(&r->super, true);
+    ++completed;
+  }
   return completed;
 }
 
 static int nb_request_free(ompi_request_t **request) {
   cohort_nb_request_t *r = (cohort_nb_request_t *)*request;
   if (r->logic != NULL) coll_cohort_request_free(r->logic);
+  OBJ_RELEASE(r->super.req_mpi_object.comm);
   OMPI_REQUEST_FINI(&r->super);
   OBJ_RELEASE(r);
   *request = MPI_REQUEST_NULL;
@@ -275,14 +287,17 @@ static int nb_request_start(struct ompi_communicator_t *comm, coll_cohort_reques
   r->super.req_free = nb_request_free;
   r->super.req_cancel = nb_request_cancel;
   r->super.req_mpi_object.comm = comm;
+  OBJ_RETAIN(comm); /* the communicator (and its module's state) outlives the request */
   r->logic = logic;
   r->inner = inner;
+  pthread_mutex_lock(&active_lock);
   r->next = active;
   active = r;
   if (!progress_registered) {
     opal_progress_register(cohort_progress);
     progress_registered = true;
   }
+  pthread_mutex_unlock(&active_lock);
   *request = &r->super;
   return OMPI_SUCCESS;
 }
