@@ -179,16 +179,16 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
   std::optional<Fallback> reason;
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
-  if (!route.cohort.needs_host_memory(route.call)) {
+  // A refused start wrote nothing (in-place reduce-scatter, the one call whose start keeps
+  // state, never tries the GPU), so the prepared call serves the staged run as it is.
+  const bool host_only = route.cohort.needs_host_memory(route.call);
+  if (!host_only) {
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) return ran(route, s, request, rc, "Cohort's GPU path");
   }
-  const std::string why = route.cohort.needs_host_memory(route.call)
+  const std::string why = host_only
                               ? "in place, the result goes to the front of the buffer on the CPU"
                               : cohort_last_error();
-  route.cohort = CohortCall();
-  const char *detail = nullptr;
-  route.cohort.prepare(route.call, &detail);
   return run_staged(route, std::nullopt, why.c_str(), request, staged, rc);
 }
 
@@ -199,7 +199,7 @@ int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail
   if (reason) return route.state->fall_back(route.id, *reason, detail);
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return route.state->fall_back(route.id, *reason);
-  hide_empty_device_sides(&route.args);
+  hide_empty_device_sides(route.buffers, &route.args);
   BusyScope busy;
   return ran(route, start(route, team, request), request, rc, "Cohort's host path");
 }

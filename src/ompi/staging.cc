@@ -33,9 +33,13 @@ void replace_empty(Ptr *ptr, char *stand_in) {
 
 }  // namespace
 
-void hide_empty_device_sides(coll_cohort_args_t *args) {
-  replace_empty(&args->sbuf, g_no_bytes[0]);
-  replace_empty(&args->rbuf, g_no_bytes[1]);
+void hide_empty_device_sides(const CallBuffers &buffers, coll_cohort_args_t *args) {
+  // A side with a region was asked about already (and staged if on the device): only the
+  // empty ones cost a driver query here.
+  bool has[2] = {false, false};
+  for (const BufferUse &b : buffers) has[b.side == Side::kSend ? 0 : 1] = true;
+  if (!has[0]) replace_empty(&args->sbuf, g_no_bytes[0]);
+  if (!has[1]) replace_empty(&args->rbuf, g_no_bytes[1]);
 }
 
 StagingPool::~StagingPool() {
@@ -109,7 +113,7 @@ cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
       args->rbuf = moved(args->rbuf, c.device, c.host);
     }
   }
-  hide_empty_device_sides(args);
+  hide_empty_device_sides(buffers, args);
   return COHORT_SUCCESS;
 }
 

@@ -18,9 +18,10 @@
 namespace cohort::ompi {
 
 // Replaces the device pointers a call passes for sides it moves nothing through (a count of 0
-// on this rank; staging moves every other device side) by host stand-ins, so that the path
-// running it sees host memory only and treats the call as every other rank's host call.
-void hide_empty_device_sides(coll_cohort_args_t *args);
+// on this rank: no region in `buffers`; staging moves every other device side) by host
+// stand-ins, so that the path running it sees host memory only and treats the call as every
+// other rank's host call.
+void hide_empty_device_sides(const CallBuffers &buffers, coll_cohort_args_t *args);
 
 // Page-locked host blocks (cohort_host_alloc), kept for reuse.  Thread-safe: nonblocking calls
 // give their blocks back from Open MPI's progress loop.
