@@ -10,7 +10,8 @@
 # cohort_info --topo of the machine, a team's topology dump and its byte-identical reload; the
 # Open MPI component (its CUDA-driver unit tests, the C and Fortran component tests against Open
 # MPI's own modules, the side-by-side bench).  GPU_CHECK_ONLY=component runs only the last part,
-# GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks).
+# GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks), GPU_CHECK_ONLY=perf
+# only their performance against NCCL and the roofline (perf_checks).
 # BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
 # and extra/{ctest,ftest,bench,overhead} (test/ompi's programs built with mpicc / mpifort;
 # overhead also against cohort.h and libcohort.so).
@@ -102,6 +103,37 @@ gpu_checks() {
   done
   source .devrt/mps.sh stop
 }
+# Issue 13's performance figures: the sweep of every collective on device memory at 1 rank
+# against NCCL (eager and CUDA-graph replay, against the GPU's copy roofline), team creation
+# against ncclCommInitRank, and 4 ranks under MPS (256 MB allreduce auto-selected and forced
+# two-shot, then every collective), each validated.
+perf_checks() {
+  name=gpuperf; run "1 rank, device memory, vs NCCL, graph, roofline" timeout 240 \
+    "$perf" -m cuda -c all -b 8 -e 1G -f 16 --check --roofline --vs-nccl --graph 20 \
+    --json "$results/perf-1rank.json"
+  name=gpuperf; run "team creation vs ncclCommInitRank, 1 rank" timeout 120 \
+    "$perf" --team-create --vs-nccl -n 10
+  source .devrt/mps.sh start
+  # Auto-selected on registered buffers (zero-copy), the same unregistered (two-shot through the
+  # windows), and two-shot forced on registered ones.
+  for run_as in "auto" "auto --no-register" "allreduce@cuda-device=twoshot"; do
+    set -- $run_as
+    local algo=$1
+    [ "$algo" = auto ] && algo=""
+    shift
+    name=gpuperf; run "4 ranks (MPS), allreduce 256 MB $run_as" timeout 120 env \
+      COHORT_ALLOW_SHARED_GPU=1 COHORT_COLL_ALGO="$algo" mpirun -np 4 "$perf" -m cuda \
+      -c allreduce -b 256M -e 256M -n 20 --check --roofline --graph 10 "$@"
+  done
+  name=gpuperf; run "4 ranks (MPS), every collective, device memory" timeout 240 env \
+    COHORT_ALLOW_SHARED_GPU=1 mpirun -np 4 "$perf" -m cuda -c all -b 8 -e 256M -f 16 --check \
+    --roofline --graph 20 --json "$results/perf-4ranks.json"
+  source .devrt/mps.sh stop
+}
+if [ "${GPU_CHECK_ONLY:-}" = perf ]; then
+  perf_checks
+  exit 0
+fi
 if [ "${GPU_CHECK_ONLY:-}" = gpu ]; then
   gpu_checks
   exit 0
@@ -150,4 +182,5 @@ name=topo; run "plan from the dump, dumped again" env COHORT_ALLOW_SHARED_GPU=1 
 name=topo; run "dump -> load -> dump is byte-identical" cmp "$results/dump.xml" /tmp/redump.xml
 source .devrt/mps.sh stop
 gpu_checks
+perf_checks
 component_checks

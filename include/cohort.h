@@ -491,6 +491,29 @@ COHORT_API cohort_status_t cohort_alltoall_stream(cohort_team_t team, const void
                                                   void *stream);
 COHORT_API cohort_status_t cohort_barrier_stream(cohort_team_t team, void *stream);
 
+/* --------------------------------------------------- registered device buffers */
+
+/* Registers a device buffer with the team, so that the team's collectives on device memory
+ * can move data straight between the ranks' buffers: with every buffer of a call registered on
+ * every local rank, a large allreduce reads each input byte and writes each output byte once,
+ * instead of copying through the team's windows.  Collective: every rank of the team calls it,
+ * in the same order with respect to its other (de)registrations, each with a buffer of its own
+ * (sizes may differ).  The buffer must be cudaMalloc'd device memory of the team's GPU (a
+ * cudaMallocAsync pool or cuMemCreate memory cannot be shared through CUDA IPC); a buffer one
+ * rank cannot register fails the call on every rank, naming that rank and why.  A collective
+ * uses the registrations when its send and receive buffers lie in registered buffers (at any
+ * offset) on every local rank; otherwise the same call runs through the windows, on every rank
+ * alike.  Calls captured in CUDA graphs keep the registration they were captured with: it must
+ * outlive them.  At most 1024 registrations per team at once; teams on one host with a GPU on
+ * every rank (COHORT_ERR_NOT_SUPPORTED otherwise, saying why). */
+typedef struct cohort_mem_reg_s *cohort_mem_reg_t;
+COHORT_API cohort_status_t cohort_mem_register(cohort_team_t team, void *buffer, size_t bytes,
+                                               cohort_mem_reg_t *reg);
+/* Collective, as cohort_mem_register: waits until every rank's collectives on the team ended,
+ * then releases `reg` (the buffer may be freed once it returns).  Destroying the team releases
+ * its registrations' mappings too; their handles are then no longer valid. */
+COHORT_API cohort_status_t cohort_mem_deregister(cohort_team_t team, cohort_mem_reg_t reg);
+
 /* Point-to-point on host memory: `count` elements to or from team rank `peer` (self
  * included, inside a group).  Messages between two ranks match in order; the receive's size
  * must equal the send's.  Between cohort_group_start and cohort_group_end (per thread,

@@ -86,6 +86,7 @@ class DeviceMemory final : public SweepMemory {
  public:
   ~DeviceMemory() override {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    for (cohort_mem_reg_t reg : registrations_) cohort_mem_deregister(team_, reg);
     cudaFree(input_);
     cudaFree(output_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -93,9 +94,21 @@ class DeviceMemory final : public SweepMemory {
   std::string allocate(size_t bytes) override {
     cudaError_t err = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     if (err != cudaSuccess) return cuda_error("cudaStreamCreateWithFlags", err);
+    bytes_ = bytes;
     if ((err = cudaMalloc(&input_, bytes)) != cudaSuccess ||
         (err = cudaMalloc(&output_, bytes)) != cudaSuccess) {
       return cuda_error(("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str(), err);
+    }
+    return "";
+  }
+  std::string register_buffers(cohort_team_t team) override {
+    team_ = team;
+    for (void *buffer : {input_, output_}) {
+      cohort_mem_reg_t reg = nullptr;
+      if (cohort_mem_register(team, buffer, bytes_, &reg) != COHORT_SUCCESS) {
+        return std::string("cohort_mem_register: ") + cohort_last_error();
+      }
+      registrations_.push_back(reg);
     }
     return "";
   }
@@ -134,6 +147,9 @@ class DeviceMemory final : public SweepMemory {
   cudaStream_t stream_ = nullptr;
   void *input_ = nullptr;
   void *output_ = nullptr;
+  size_t bytes_ = 0;
+  cohort_team_t team_ = nullptr;
+  std::vector<cohort_mem_reg_t> registrations_;  // deregistered before the buffers are freed
 };
 
 // The median time in ms of `runs` copies of `bytes` on the current device; "" or why not,

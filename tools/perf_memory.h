@@ -23,6 +23,12 @@ class SweepMemory {
   virtual ~SweepMemory() = default;
   // The input and the output buffer, `bytes` each.
   virtual std::string allocate(size_t bytes) = 0;
+  // Device memory: registers both buffers with `team` (cohort_mem_register, collective), to
+  // be deregistered when the memory goes (before the team); "" or why not.  Host: nothing.
+  virtual std::string register_buffers(cohort_team_t team) {
+    (void)team;
+    return "";
+  }
   virtual Buffers buffers() const = 0;
   // Copies `bytes` from host memory into one of the buffers, or from one of them to the host.
   virtual std::string upload(void *dst, const void *host, size_t bytes) = 0;

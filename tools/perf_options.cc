@@ -145,6 +145,7 @@ bool parse_sweep_option(int c, const char *arg, Given *opt, std::string *error) 
       *error = std::string("--graph ") + arg + ": the calls per graph must be an integer >= 1";
       return false;
     case 'R': s.roofline = true; return true;
+    case 'U': s.register_buffers = false; return true;
     default: return false;
   }
 }
@@ -179,8 +180,8 @@ bool check_memory(Given *opt, std::string *error) {
         "--vs-mpi on host memory";
     return false;
   }
-  if (s.memory != MemoryKind::kCuda && (s.graph_ops > 0 || s.roofline)) {
-    *error = "--graph and --roofline run on the GPU: add -m cuda";
+  if (s.memory != MemoryKind::kCuda && (s.graph_ops > 0 || s.roofline || !s.register_buffers)) {
+    *error = "--graph, --roofline and --no-register run on the GPU: add -m cuda";
     return false;
   }
   return true;
@@ -196,8 +197,8 @@ bool finish(Given *given, Options *opt, std::string *error) {
   }
   if (!sweep && given->sweep_only_option) {
     *error =
-        "-b, -e, -f, -d, -o, -r, --in-place, --out-of-place, --check, --vs-mpi, --graph and "
-        "--roofline belong to the collective sweep: add -c LIST";
+        "-b, -e, -f, -d, -o, -r, --in-place, --out-of-place, --check, --vs-mpi, --graph, "
+        "--roofline and --no-register belong to the collective sweep: add -c LIST";
     return false;
   }
   if (sweep && s.min_bytes > s.max_bytes) {
@@ -265,7 +266,8 @@ void usage(FILE *out) {
       "       mpirun -np N cohort_perf -c LIST [-b MIN] [-e MAX] [-f FACTOR] [-d DTYPE] [-o OP]\n"
       "                                [-r ROOT] [-n ITERS] [-w WARMUP] [--in-place]\n"
       "                                [--out-of-place] [--check] [--vs-mpi] [-m MEMORY]\n"
-      "                                [--graph N] [--roofline] [--vs-nccl] [--json FILE]\n"
+      "                                [--graph N] [--roofline] [--no-register] [--vs-nccl]\n"
+      "                                [--json FILE]\n"
       "       cohort_perf --version      version, git revision, build, NVIDIA driver (no mpirun)\n"
       "Team creation:\n"
       "  --team-create  time team creation + destruction on MPI_COMM_WORLD (the default)\n"
@@ -316,6 +318,8 @@ void usage(FILE *out) {
       "  --roofline     (cuda) measure the GPU's cudaMemcpy device-to-device bandwidth BW (1 GiB,\n"
       "                 median of 20, 2 x bytes / time); the roof column is, for allreduce, the\n"
       "                 floor 2 x n x S / BW (S bytes per rank, n ranks per GPU) over the time\n"
+      "  --no-register  (cuda) leave the buffers unregistered; by default both are registered\n"
+      "                 with the team (cohort_mem_register), so large allreduces run zero-copy\n"
       "  --vs-nccl      (implies -m cuda) time ncclAllReduce (libnccl.so.2, loaded at run time)\n"
       "                 on the same buffers and stream, and the ratio Cohort time / NCCL time;\n"
       "                 NCCL refuses two ranks on one GPU: skipped then, saying why\n"
@@ -326,19 +330,14 @@ void usage(FILE *out) {
 }
 
 bool parse_options(int argc, char **argv, Options *opt, std::string *error) {
-  static const option options[] = {{"team-create", no_argument, nullptr, 't'},
-                                   {"json", required_argument, nullptr, 'j'},
-                                   {"host-only", no_argument, nullptr, 'H'},
-                                   {"in-place", no_argument, nullptr, 'I'},
-                                   {"out-of-place", no_argument, nullptr, 'O'},
-                                   {"check", no_argument, nullptr, 'C'},
-                                   {"vs-mpi", no_argument, nullptr, 'M'},
-                                   {"memory", required_argument, nullptr, 'm'},
-                                   {"graph", required_argument, nullptr, 'G'},
-                                   {"roofline", no_argument, nullptr, 'R'},
-                                   {"vs-nccl", no_argument, nullptr, 'N'},
-                                   {"help", no_argument, nullptr, 'h'},
-                                   {nullptr, 0, nullptr, 0}};
+  static const option options[] = {
+      {"team-create", no_argument, nullptr, 't'},  {"json", required_argument, nullptr, 'j'},
+      {"host-only", no_argument, nullptr, 'H'},    {"in-place", no_argument, nullptr, 'I'},
+      {"out-of-place", no_argument, nullptr, 'O'}, {"check", no_argument, nullptr, 'C'},
+      {"vs-mpi", no_argument, nullptr, 'M'},       {"memory", required_argument, nullptr, 'm'},
+      {"graph", required_argument, nullptr, 'G'},  {"roofline", no_argument, nullptr, 'R'},
+      {"no-register", no_argument, nullptr, 'U'},  {"vs-nccl", no_argument, nullptr, 'N'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   opterr = 0;  // every rank parses: report once, from rank 0
   Given given;
   int c;

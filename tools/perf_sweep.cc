@@ -82,6 +82,8 @@ bool Sweep::allocate_buffers() {
   // Every collective's send and receive buffers fit in the largest size (shape_of).
   const size_t bytes = std::max<size_t>(opt_.max_bytes, 1);
   std::string why = memory_->allocate(bytes);
+  why = first_error(MPI_COMM_WORLD, why);  // registering is collective: every rank, or none
+  if (why.empty() && opt_.register_buffers) why = memory_->register_buffers(team_.get());
   if (why.empty()) {
     try {
       staging_.assign(bytes, 0);
@@ -316,7 +318,8 @@ void Sweep::print_header() const {
       opt_.min_bytes, opt_.max_bytes, opt_.factor, opt_.warmup, opt_.iterations, opt_.check,
       opt_.vs_mpi);
   if (on_device()) {
-    printf(" vs-nccl: %d graph: %d roofline: %d", opt_.vs_nccl, opt_.graph_ops, opt_.roofline);
+    printf(" vs-nccl: %d graph: %d roofline: %d registered: %d", opt_.vs_nccl, opt_.graph_ops,
+           opt_.roofline, opt_.register_buffers);
   }
   printf("\n");
   if (on_device()) {
@@ -353,6 +356,7 @@ bool Sweep::write_json() const {
   doc["factor"] = opt_.factor;
   if (on_device()) {
     add_gpu_json(opt_, gpu_, &doc);
+    doc["registered"] = opt_.register_buffers;
     nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
     for (const Skipped &k : skipped_) {
       skipped.push_back({{"collective", coll::collective_name(k.collective)},

@@ -34,9 +34,10 @@ struct SweepOptions {
   bool vs_mpi = false;
   std::string json;  // rank 0 writes every row here when set
   MemoryKind memory = MemoryKind::kHost;
-  int graph_ops = 0;      // --graph N: calls per CUDA graph; 0: no graphs
-  bool roofline = false;  // --roofline
-  bool vs_nccl = false;   // --vs-nccl
+  int graph_ops = 0;             // --graph N: calls per CUDA graph; 0: no graphs
+  bool roofline = false;         // --roofline
+  bool register_buffers = true;  // cuda: cohort_mem_register both buffers (--no-register: not)
+  bool vs_nccl = false;          // --vs-nccl
 };
 
 // The sizes min, min * factor, ... up to max (bytes).

@@ -76,6 +76,10 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "GPU: per 128 KB step of each block, each rank reduces one slice of every rank's data "
        "and pushes the result to the others (reduce-scatter + allgather through the windows)",
        nullptr, kDeviceMemory},
+      {"zerocopy", Collective::kAllreduce,
+       "GPU: with every rank's buffers registered (cohort_mem_register), each rank reduces one "
+       "slice straight from every rank's input into every rank's output; two-shot otherwise",
+       nullptr, kDeviceMemory},
       {"oneshot", Collective::kBroadcast,
        "GPU: the root pushes its message into every peer's window; one handshake, up to 64 KB",
        nullptr, kDeviceMemory},

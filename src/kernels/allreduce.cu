@@ -10,12 +10,16 @@ CollArgs as_collective(const AllreduceArgs &args) {
   CollArgs c;
   c.team = args.team;
   c.kind = CollKind::kAllreduce;
-  c.algo = args.algo == AllreduceAlgo::kOneShot ? CollAlgo::kOneShot : CollAlgo::kPipelined;
+  c.algo = args.algo == AllreduceAlgo::kOneShot    ? CollAlgo::kOneShot
+           : args.algo == AllreduceAlgo::kZeroCopy ? CollAlgo::kZeroCopy
+                                                   : CollAlgo::kPipelined;
   c.src = args.src;
   c.dst = args.dst;
   c.count = args.count;
   c.dtype = args.dtype;
   c.op = args.op;
+  c.src_ref = args.src_ref;
+  c.dst_ref = args.dst_ref;
   return c;
 }
 
@@ -24,7 +28,8 @@ CollArgs as_collective(const AllreduceArgs &args) {
 int allreduce_blocks(const AllreduceArgs &args) { return collective_blocks(as_collective(args)); }
 
 cudaError_t launch_allreduce(const AllreduceArgs &args, cudaStream_t stream) {
-  if (args.algo != AllreduceAlgo::kOneShot && args.algo != AllreduceAlgo::kTwoShot) {
+  if (args.algo != AllreduceAlgo::kOneShot && args.algo != AllreduceAlgo::kTwoShot &&
+      args.algo != AllreduceAlgo::kZeroCopy) {
     return cudaErrorInvalidValue;
   }
   return launch_collective(as_collective(args), stream);

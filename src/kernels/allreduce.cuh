@@ -89,4 +89,37 @@ __device__ void twoshot(const CollArgs &a, uint64_t sequence) {
   end_barrier(t, sequence);  // the gather inboxes are read: the next call may write
 }
 
+// Registered buffers, any size: rank r reduces slice r of the message from every rank's input
+// into its own output, a step of kChunkBytes per block at a time, then copies that step into
+// every peer's output while it is still in L2: each input and output byte crosses memory
+// once (the roofline's 2 x ranks x bytes).  Slice r of every buffer is touched by rank r
+// alone, so in place is safe.  Two-shot when some rank's buffers are not registered.
+template <DType D, RedOp Op>
+__device__ void allreduce_zerocopy(const CollArgs &a, uint64_t sequence) {
+  __shared__ ZeroCopyBuffers bufs;
+  const ZeroCopyStart start = zerocopy_start(a, sequence, bufs);
+  if (start == ZeroCopyStart::kStopped) return;
+  if (start == ZeroCopyStart::kUnregistered) {
+    twoshot<D, Op>(a, sequence);
+    return;
+  }
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const Part mine = split(a.count, elem, t.rank, t.size);
+  const Part part = split(mine.count, elem, blockIdx.x, gridDim.x);
+  const size_t step_elems = kChunkBytes / elem;
+  for (size_t done = 0; done < part.count; done += step_elems) {
+    const size_t offset = (mine.begin + part.begin + done) * elem;
+    const size_t len = min(step_elems, part.count - done);
+    char *const out = bufs.dst[t.rank] + offset;
+    const void *const *srcs =
+        gather_inputs(t, bufs.src[t.rank] + offset, [&](int q) { return bufs.src[q] + offset; });
+    reduce_all<D, Op>(out, srcs, t.size, len, t.size);  // ends with __syncthreads
+    for (int q = 0; q < t.size; ++q) {
+      if (q != t.rank) copy(block_threads(), bufs.dst[q] + offset, out, len * elem);
+    }
+  }
+  end_barrier(t, sequence);  // every peer wrote its slices here and read its inputs' here
+}
+
 }  // namespace cohort::kernels

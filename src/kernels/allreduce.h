@@ -23,6 +23,10 @@ enum class AllreduceAlgo : int {
   // Per pipeline step, each rank reduces one slice of every rank's data and hands its result
   // to the others (reduce-scatter + allgather through the windows): any size.
   kTwoShot = 1,
+  // Registered buffers: each rank reduces one slice of the message straight from every rank's
+  // input and writes it into every rank's output (reads and writes each byte once); two-shot
+  // on every rank when some rank's buffers are not registered.  A team with registrations.
+  kZeroCopy = 2,
 };
 
 struct AllreduceArgs {
@@ -33,6 +37,8 @@ struct AllreduceArgs {
   DType dtype = DType::kFloat32;
   RedOp op = RedOp::kSum;
   AllreduceAlgo algo = AllreduceAlgo::kTwoShot;
+  BufferRef src_ref{};  // kZeroCopy: where src and dst lie in this rank's registered buffers
+  BufferRef dst_ref{};
 };
 
 // Thread blocks the launch uses: the same on every rank for the same call.

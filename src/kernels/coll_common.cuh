@@ -9,11 +9,15 @@
 //   finished call k and its reads of that parity.
 // - The chunk inboxes have no parity: a kernel that writes into a peer's inbox ends with
 //   end_barrier() after its own last read of its inbox, so the next call writes at once.
+// - The zero-copy descriptors have two parities, as the one-shot area; a zero-copy call writes into
+//   its peers' buffers and reads theirs, so it ends with end_barrier() too (the caller may
+//   reuse its buffers once the kernel ended).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives.h"
 #include "device_team.h"
 #include "handshake.cuh"
 #include "primitives.cuh"
@@ -94,6 +98,53 @@ __device__ const void *const *gather_inputs(const DeviceTeam &t, const void *own
   }
   __syncthreads();
   return srcs;
+}
+
+// Every rank's buffers of a zero-copy call, as mapped on this rank (own ones included).
+struct ZeroCopyBuffers {
+  const char *src[kMaxLocalRanks];
+  char *dst[kMaxLocalRanks];
+};
+
+enum class ZeroCopyStart : int { kGo, kUnregistered, kStopped };
+
+// This rank's descriptor of call `sequence` in `owner`'s window.
+__device__ inline ZeroCopyDesc *zerocopy_desc(const DeviceTeam &t, int owner, uint64_t sequence) {
+  return reinterpret_cast<ZeroCopyDesc *>(t.windows[owner] + t.layout.zerocopy_offset) +
+         (sequence & 1);
+}
+
+__device__ inline const char *registered_at(const DeviceTeam &t, BufferRef ref, int q) {
+  return t.registered[static_cast<size_t>(ref.slot) * kMaxLocalRanks + q] + ref.offset;
+}
+
+// The start of a zero-copy call, every thread of a block: publishes where this rank's buffers
+// lie (its descriptor, in its own window), waits for every peer's, and fills `out` (shared
+// memory) with every rank's buffers.  kUnregistered on every rank alike when some rank's
+// buffer is not registered (every rank reads the same descriptors); kStopped when the team
+// stopped.  Uses the kFlagZeroCopy flags only, so a call may go on with another algorithm.
+__device__ inline ZeroCopyStart zerocopy_start(const CollArgs &a, uint64_t sequence,
+                                               ZeroCopyBuffers &out) {
+  const DeviceTeam &t = a.team;
+  if (threadIdx.x == 0) *zerocopy_desc(t, t.rank, sequence) = ZeroCopyDesc{a.src_ref, a.dst_ref};
+  const uint64_t value = flag_value(sequence, 0);
+  signal_peers(t, kFlagZeroCopy, value);  // its fence publishes the descriptor too
+  if (!wait_peers(t, kFlagZeroCopy, value, sequence)) return ZeroCopyStart::kStopped;
+  bool missing = false;
+  if (static_cast<int>(threadIdx.x) <
+      t.size) {  // thread q read q's flag (acquire): q's descriptor is visible
+    const int q = threadIdx.x;
+    const volatile ZeroCopyDesc *d = zerocopy_desc(t, q, sequence);
+    const BufferRef src{d->src.slot, 0, d->src.offset};
+    const BufferRef dst{d->dst.slot, 0, d->dst.offset};
+    missing = src.slot < 0 || dst.slot < 0;
+    if (!missing) {
+      out.src[q] = q == t.rank ? static_cast<const char *>(a.src) : registered_at(t, src, q);
+      out.dst[q] =
+          q == t.rank ? static_cast<char *>(a.dst) : const_cast<char *>(registered_at(t, dst, q));
+    }
+  }
+  return __syncthreads_or(missing) ? ZeroCopyStart::kUnregistered : ZeroCopyStart::kGo;
 }
 
 }  // namespace cohort::kernels

@@ -18,7 +18,11 @@ bool valid(const CollArgs &a) {
   if (a.team.size < 1 || a.team.size > kMaxLocalRanks) return false;
   if (a.kind == CollKind::kBarrier) return true;
   if (!dtype_valid(a.dtype) || (reduces(a.kind) && !op_valid(a.op)) || a.count == 0) return false;
-  if (a.algo != CollAlgo::kOneShot && a.algo != CollAlgo::kPipelined) return false;
+  if (a.algo == CollAlgo::kZeroCopy) {
+    if (a.kind != CollKind::kAllreduce || a.team.registered == nullptr) return false;
+  } else if (a.algo != CollAlgo::kOneShot && a.algo != CollAlgo::kPipelined) {
+    return false;
+  }
   const bool rooted = a.kind == CollKind::kBroadcast || a.kind == CollKind::kReduce;
   if (rooted && (a.root < 0 || a.root >= a.team.size)) return false;
   return a.algo != CollAlgo::kOneShot || a.count * dtype_size(a.dtype) <= kOneShotBytes;

@@ -33,6 +33,10 @@ enum class CollAlgo : int {
   // Any size: per block, steps through the chunk inboxes (two halves in turn, so a step's
   // copies overlap the previous step's), ending with end_barrier().
   kPipelined = 1,
+  // Registered buffers (allreduce so far): every rank's buffers straight from the others'
+  // memory, no copy through the windows (device_team.h's ZeroCopyDesc says where they lie); the
+  // same call as kPipelined on every rank when some rank's buffer is not registered.
+  kZeroCopy = 2,
 };
 
 struct CollArgs {
@@ -49,14 +53,18 @@ struct CollArgs {
   DType dtype = DType::kFloat32;
   RedOp op = RedOp::kSum;  // reduce and reduce-scatter
   int root = 0;            // broadcast and reduce: a local rank
+  // Where src and dst lie in this rank's registered buffers (kZeroCopy; slot -1: not there).
+  BufferRef src_ref{};
+  BufferRef dst_ref{};
 };
 
 // Thread blocks the launch uses: the same on every rank for the same call.
 int collective_blocks(const CollArgs &args);
 
 // cudaErrorInvalidValue (launching nothing) for arguments outside the contract: an unknown
-// kind, dtype, op or algorithm, no elements, a root outside the team, a one-shot message over
-// kOneShotBytes, more ranks than kMaxLocalRanks.
+// kind, dtype, op or algorithm (kZeroCopy: allreduce only, on a team with registrations), no
+// elements, a root outside the team, a one-shot message over kOneShotBytes, more ranks than
+// kMaxLocalRanks.
 cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
 
 namespace detail {

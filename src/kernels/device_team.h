@@ -11,6 +11,8 @@
 //   stop     one 32-bit word (stop_word()): a rank that aborts the team, or whose kernel gave
 //            up waiting, writes it into every window, so every rank's kernels stop waiting
 //            and later ones do nothing.
+//   zerocopy 2 parities x one ZeroCopyDesc: where the owner's buffers of a zero-copy call lie
+//            (registered buffers, read by the peers straight from the owner's window).
 //   oneshot  2 parities x ranks x kOneShotBytes: each writer's whole message, for the small
 //            collectives that read every rank's data at once.
 //   chunks   kMaxBlocks x 2 x kChunkBytes: per block, the pieces of the current pipeline step
@@ -27,9 +29,10 @@ constexpr int kMaxBlocks = 32;              // thread blocks a collective kernel
 constexpr int kFlagBytes = 128;             // one flag per line: writers never share one
 constexpr size_t kOneShotBytes = 64 << 10;  // largest message of a one-shot collective
 constexpr size_t kChunkBytes = 128 << 10;   // one block's inbox for one pipeline step
+constexpr int kMaxRegistrations = 1024;     // buffers registered with a team at once
 
 // Flags per (writer, block): one per handshake a kernel runs.
-enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagSlots = 2 };
+enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagZeroCopy = 2, kFlagSlots = 3 };
 
 // Why a kernel stopped early (the host reads it from pinned memory).
 enum StopReason : uint32_t {
@@ -54,9 +57,24 @@ constexpr uint32_t stop_word(int by, int waited_for) {
   return (static_cast<uint32_t>(waited_for + 1) << 16) | static_cast<uint32_t>(by + 1);
 }
 
+// A buffer of a call as its rank registered it (cohort_mem_register): the registration's slot
+// in the team's table (the same slot on every rank) and the buffer's offset in it.
+struct BufferRef {
+  int32_t slot = -1;  // -1: not in a registered buffer
+  int32_t reserved = 0;
+  uint64_t offset = 0;  // bytes from the registered buffer's start
+};
+
+// What a rank tells its peers at the start of a zero-copy call: where its buffers lie.
+struct ZeroCopyDesc {
+  BufferRef src;
+  BufferRef dst;
+};
+
 // Where the parts of a window lie: the same on every rank (a function of the rank count).
 struct WindowLayout {
   size_t stop_offset;
+  size_t zerocopy_offset;
   size_t oneshot_offset;
   size_t chunks_offset;
   size_t total_bytes;
@@ -69,7 +87,9 @@ constexpr size_t flag_offset(int writer, int block, int slot) {
 constexpr WindowLayout window_layout(int ranks) {
   WindowLayout l{};
   l.stop_offset = flag_offset(kMaxLocalRanks, 0, 0);
-  l.oneshot_offset = l.stop_offset + kFlagBytes;
+  l.zerocopy_offset = l.stop_offset + kFlagBytes;
+  l.oneshot_offset =
+      l.zerocopy_offset + (2 * sizeof(ZeroCopyDesc) + kFlagBytes - 1) / kFlagBytes * kFlagBytes;
   l.chunks_offset = l.oneshot_offset + 2 * static_cast<size_t>(ranks) * kOneShotBytes;
   l.total_bytes = l.chunks_offset + size_t{kMaxBlocks} * 2 * kChunkBytes;
   return l;
@@ -81,6 +101,10 @@ struct DeviceTeam {
   int32_t max_blocks;  // blocks per kernel that every rank's GPU holds at once
   WindowLayout layout;
   char *windows[kMaxLocalRanks];  // every local rank's window, mapped here (own included)
+  // Device memory, kMaxRegistrations x kMaxLocalRanks: [slot * kMaxLocalRanks + q] is local
+  // rank q's registered buffer `slot` as mapped here (this rank's own included); null until
+  // the team registers its first buffer, the same on every rank.
+  char *const *registered;
   // This rank's call counter in device memory: each collective kernel reads it and its last
   // block advances it, so replays of a captured graph keep counting.
   unsigned long long *sequence;

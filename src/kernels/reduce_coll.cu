@@ -98,6 +98,8 @@ __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constan
     } else {
       reduce_scatter_pipelined<D, Op>(a, sequence);
     }
+  } else if (a.algo == CollAlgo::kZeroCopy) {
+    allreduce_zerocopy<D, Op>(a, sequence);
   } else if (!oneshot) {
     twoshot<D, Op>(a, sequence);  // allreduce, or reduce: the reduced slices to the root alone
   } else if (a.kind == CollKind::kAllreduce) {

@@ -84,6 +84,19 @@ struct PostedRequest {
   std::shared_ptr<CollRequest> request;
 };
 
+// A registered buffer (cohort_mem_register) and its team (destroying the team releases the
+// registration's mappings; the handle then names no live team).
+struct MemRegistration {
+  std::weak_ptr<TeamImpl> team;
+  int slot = -1;
+};
+
+Registry<cohort_mem_reg_t, MemRegistration> &registrations() {
+  static auto *r = new Registry<cohort_mem_reg_t, MemRegistration>(
+      0xc0600010, {"registration", "deregistered", "registered"});
+  return *r;
+}
+
 Registry<cohort_request_t, PostedRequest> &requests() {
   static auto *r =
       new Registry<cohort_request_t, PostedRequest>(0xc0500010, {"request", "freed", "posted"});
@@ -652,6 +665,39 @@ cohort_status_t cohort_request_free(cohort_request_t handle) {
   return cohort::guarded("cohort_request_free", [&]() -> cohort_status_t {
     // An unfinished request still runs as its team progresses.
     return cohort::requests().remove(handle);
+  });
+}
+
+cohort_status_t cohort_mem_register(cohort_team_t handle, void *buffer, size_t bytes,
+                                    cohort_mem_reg_t *out) {
+  return cohort::guarded("cohort_mem_register", [&]() -> cohort_status_t {
+    if (out == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "cohort_mem_register: reg (output) is NULL");
+    }
+    auto reg = std::make_shared<cohort::MemRegistration>();
+    std::shared_ptr<cohort::TeamImpl> team;
+    cohort::Status s = cohort::ready_team(handle, &team);
+    if (!cohort::is_error(s)) s = team->colls().register_buffer(buffer, bytes, &reg->slot);
+    if (cohort::is_error(s)) return s;
+    reg->team = team;
+    *out = cohort::registrations().add(std::move(reg));
+    return COHORT_SUCCESS;
+  });
+}
+
+cohort_status_t cohort_mem_deregister(cohort_team_t handle, cohort_mem_reg_t reg) {
+  return cohort::guarded("cohort_mem_deregister", [&]() -> cohort_status_t {
+    std::shared_ptr<cohort::TeamImpl> team;
+    std::shared_ptr<cohort::MemRegistration> found;
+    cohort::Status s = cohort::ready_team(handle, &team);
+    if (!cohort::is_error(s)) s = cohort::registrations().find(reg, &found);
+    if (cohort::is_error(s)) return s;
+    if (found->team.lock() != team) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG,
+                          "cohort_mem_deregister: the registration belongs to another team");
+    }
+    s = team->colls().deregister_buffer(found->slot);
+    return cohort::is_error(s) ? s : cohort::registrations().remove(reg);
   });
 }
 

@@ -69,6 +69,10 @@ class CollFront {
   // Stream-ordered, device memory only: enqueues the collective on `stream` (a cudaStream_t;
   // null: CUDA's default stream) and returns (coll_device.cc).
   Status enqueue(const CollCall &call, void *stream);
+  // cohort_mem_register / cohort_mem_deregister, collective (coll_register.cc): *slot names
+  // the registration, the same on every rank.
+  Status register_buffer(void *buffer, size_t bytes, int *slot);
+  Status deregister_buffer(int slot);
   // Send/recv groups (coll_p2p.cc): each operation is checked when called; a group's checked
   // operations are posted as one request.
   Status check_p2p(const P2POp &op) const;

@@ -9,6 +9,7 @@
 //   enqueue               per collective: check it fits, launch on the stream, return
 //   synchronize           blocking calls: wait for the stream, failing on a stuck peer
 //   abort                 any thread: kernels of this team stop waiting and end
+//   registrations         cohort_mem_register / deregister (team/coll_register.cc), collective
 // Streams are opaque here (a cudaStream_t; null: the transport's own stream).
 // The caller's "default stream" (a null cudaStream_t) is passed as kLegacyDefaultStream.
 #pragma once
@@ -61,6 +62,19 @@ class DeviceTransport {
 
   // Device memory this rank holds for the team, in bytes, and per peer.
   virtual size_t memory_bytes() const = 0;
+
+  // Buffer registration, around the team's exchange of records.  registrable(): whether this
+  // team registers buffers at all (the same answer on every rank), COHORT_ERR_NOT_SUPPORTED
+  // saying why not.  prepare_registration(): this rank's record for its buffer; a buffer it
+  // cannot register is refused in the record, for every rank to name.  add_registration():
+  // with every rank's record, maps the peers' buffers; *slot is the same on every rank.
+  virtual Status registrable() const = 0;
+  virtual size_t registration_record_bytes() const = 0;
+  virtual void prepare_registration(void *buffer, size_t bytes, void *record) = 0;
+  virtual Status add_registration(void *buffer, const RecordTable &records, int *slot) = 0;
+  // Waits until this rank's kernels of the team ended (before a deregistration's barrier).
+  virtual Status quiesce() = 0;
+  virtual Status remove_registration(int slot) = 0;
 };
 
 }  // namespace cohort::tl

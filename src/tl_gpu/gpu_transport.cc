@@ -16,6 +16,7 @@
 #include "tl_gpu/cuda_call.h"
 #include "tl_gpu/device_memory.h"
 #include "tl_gpu/launch.h"
+#include "tl_gpu/registrations.h"
 
 namespace cohort::tl_gpu {
 namespace {
@@ -70,6 +71,12 @@ class GpuTransport final : public tl::DeviceTransport {
   Status fault() const override;
   void abort() override;
   size_t memory_bytes() const override;
+  Status registrable() const override;
+  size_t registration_record_bytes() const override { return sizeof(RegistrationRecord); }
+  void prepare_registration(void *buffer, size_t bytes, void *record) override;
+  Status add_registration(void *buffer, const tl::RecordTable &records, int *slot) override;
+  Status quiesce() override;
+  Status remove_registration(int slot) override;
 
  private:
   Status allocate(const tl::TeamView &team, SetupRecord *record);
@@ -91,6 +98,7 @@ class GpuTransport final : public tl::DeviceTransport {
   DeviceAllocation counters_;  // the call counter, finished blocks, the fault claim
   MappedHostAllocation control_;
   std::vector<std::unique_ptr<IpcMapping>> peers_;  // by local rank (null: this rank)
+  Registrations registered_;                        // cohort_mem_register's buffers
   Stream stream_;          // blocking calls' (ordered with the legacy default stream)
   Stream control_stream_;  // abort's copies: never behind a kernel of this team
   // Recorded after every launch: a call on another stream than the last waits for it, so a
@@ -112,6 +120,7 @@ GpuTransport::~GpuTransport() {
 }
 
 void GpuTransport::release() {
+  registered_.clear();
   peers_.clear();
   done_.reset();
   control_stream_.reset();
@@ -245,7 +254,7 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   s = cuda_status(cudaStreamIsCapturing(target, &capture), "asking the stream's capture state");
   const bool capturing = capture != cudaStreamCaptureStatusNone;
   if (!is_error(s)) s = order_after_last(target, capturing);
-  if (!is_error(s)) s = launch_call(team_, local_ranks_, call, target);
+  if (!is_error(s)) s = launch_call(team_, local_ranks_, registered_, call, target);
   if (is_error(s) && s != COHORT_ERR_INVALID_ARG && s != COHORT_ERR_NOT_SUPPORTED) {
     // A rank that launched nothing would make its peers take its next call's data for this
     // one's: the team stops on every rank instead (a refused call is refused on every rank,
@@ -368,7 +377,51 @@ void GpuTransport::abort() {
   }
 }
 
-size_t GpuTransport::memory_bytes() const { return active_ ? team_.layout.total_bytes + 16 : 0; }
+size_t GpuTransport::memory_bytes() const {
+  return active_ ? team_.layout.total_bytes + 16 + registered_.device_bytes() : 0;
+}
+
+Status GpuTransport::registrable() const {
+  if (!active_) {
+    return failf(COHORT_ERR_NOT_SUPPORTED, "cohort_mem_register: %s", inactive_why_.c_str());
+  }
+  if (view_.node_count > 1) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "cohort_mem_register: the team spans %d hosts; GPU collectives run within one "
+                 "host so far",
+                 view_.node_count);
+  }
+  return COHORT_SUCCESS;
+}
+
+void GpuTransport::prepare_registration(void *buffer, size_t bytes, void *record) {
+  DeviceGuard guard(device_);
+  Registrations::prepare(buffer, bytes, device_, static_cast<RegistrationRecord *>(record));
+}
+
+Status GpuTransport::add_registration(void *buffer, const tl::RecordTable &records, int *slot) {
+  DeviceGuard guard(device_);
+  std::vector<RegistrationRecord> by_local(local_ranks_.size());
+  std::vector<std::string> describe;
+  for (size_t q = 0; q < local_ranks_.size(); ++q) {
+    std::memcpy(&by_local[q], records.of(local_ranks_[q]), sizeof(RegistrationRecord));
+    describe.push_back(view_.describe(local_ranks_[q]));
+  }
+  Status s = registered_.add(by_local, team_.rank, buffer, describe, slot);
+  if (!is_error(s)) team_.registered = registered_.table();
+  return s;
+}
+
+Status GpuTransport::quiesce() {
+  if (!active_ || !launched_) return COHORT_SUCCESS;
+  DeviceGuard guard(device_);
+  return cuda_status(cudaEventSynchronize(done_.get()), "waiting for the team's last collective");
+}
+
+Status GpuTransport::remove_registration(int slot) {
+  DeviceGuard guard(device_);
+  return registered_.remove(slot);
+}
 
 }  // namespace
 

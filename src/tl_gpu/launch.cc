@@ -44,8 +44,22 @@ Status too_big_for_oneshot(const tl::DeviceCall &call, size_t bytes) {
                coll::collective_name(call.collective), k::kOneShotBytes, bytes);
 }
 
-Status launch_allreduce(const k::DeviceTeam &team, const tl::DeviceCall &call,
-                        cudaStream_t stream) {
+// Zero-copy (registered buffers) on a team that registered some, where the buffers of this rank
+// are found; two-shot on a team that never did (the same answer on every rank).
+k::AllreduceAlgo allreduce_algo(const k::DeviceTeam &team, const Registrations &registered,
+                                const tl::DeviceCall &call, k::AllreduceArgs *args) {
+  if (strcmp(call.algorithm, "oneshot") == 0) return k::AllreduceAlgo::kOneShot;
+  if (strcmp(call.algorithm, "zerocopy") != 0 || team.registered == nullptr) {
+    return k::AllreduceAlgo::kTwoShot;
+  }
+  const size_t bytes = call.count * k::dtype_size(args->dtype);
+  args->src_ref = registered.find(call.src, bytes);
+  args->dst_ref = registered.find(call.dst, bytes);
+  return k::AllreduceAlgo::kZeroCopy;
+}
+
+Status launch_allreduce(const k::DeviceTeam &team, const Registrations &registered,
+                        const tl::DeviceCall &call, cudaStream_t stream) {
   k::AllreduceArgs args;
   args.team = team;
   args.src = call.src;
@@ -53,10 +67,11 @@ Status launch_allreduce(const k::DeviceTeam &team, const tl::DeviceCall &call,
   args.count = call.count;
   args.dtype = static_cast<k::DType>(call.dtype);
   args.op = static_cast<k::RedOp>(call.op);
-  const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
-  args.algo = oneshot ? k::AllreduceAlgo::kOneShot : k::AllreduceAlgo::kTwoShot;
+  args.algo = allreduce_algo(team, registered, call, &args);
   const size_t bytes = call.count * k::dtype_size(args.dtype);
-  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  if (args.algo == k::AllreduceAlgo::kOneShot && bytes > k::kOneShotBytes) {
+    return too_big_for_oneshot(call, bytes);
+  }
   return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
 }
 
@@ -87,9 +102,12 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
 }  // namespace
 
 Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
-                   const tl::DeviceCall &call, cudaStream_t stream) {
+                   const Registrations &registered, const tl::DeviceCall &call,
+                   cudaStream_t stream) {
   if (team.size == 1) return copy_alone(call, stream);
-  if (call.collective == Collective::kAllreduce) return launch_allreduce(team, call, stream);
+  if (call.collective == Collective::kAllreduce) {
+    return launch_allreduce(team, registered, call, stream);
+  }
   return launch_other(team, local_ranks, call, stream);
 }
 

@@ -467,7 +467,9 @@ void add_cuda_part(const DetectOptions &options, Topology *topo) {
 void add_nvml_part(const DetectOptions &options, Topology *topo) {
   std::vector<std::string> bus_ids;
   for (int gpu : topo->of_type(NodeType::kGpu)) bus_ids.push_back(topo->nodes[gpu].id);
-  if (bus_ids.empty()) return;
+  // NVLinks join GPUs (to each other or through NVSwitches): with one GPU on the host none
+  // shapes a plan, and NVML's start (tens of ms) would be most of a first team's creation.
+  if (bus_ids.size() < 2) return;
   constexpr const char *kPcieOnly = "NVLinks unknown, GPUs assumed PCIe-only";
   if (!options.use_nvml) {
     topo->assumptions.push_back(strprintf("NVML not used: %s", kPcieOnly));
@@ -520,8 +522,13 @@ Status detect(const DetectOptions &options, Topology *out) {
   topo.host = host_name();
   Status s = add_hwloc_part(&topo);
   if (is_error(s)) return s;
+  const int64_t hwloc_done = now_ns();
   add_cuda_part(options, &topo);
+  const int64_t cuda_done = now_ns();
   add_nvml_part(options, &topo);
+  COHORT_LOG_INFO(TOPO, "topology detection: hwloc %.1f ms, CUDA %.1f ms, NVML %.1f ms",
+                  (hwloc_done - start) / 1e6, (cuda_done - hwloc_done) / 1e6,
+                  (now_ns() - cuda_done) / 1e6);
   canonicalize(&topo);
   if (is_error(validate(topo))) {
     const std::string problem = last_error();

@@ -23,7 +23,16 @@ using kernels::DType;
 using kernels::dtype_size;
 using kernels::RedOp;
 
-constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kOneShot, AllreduceAlgo::kTwoShot};
+constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kOneShot, AllreduceAlgo::kTwoShot,
+                                    AllreduceAlgo::kZeroCopy};
+
+const char *algo_name(AllreduceAlgo algo) {
+  switch (algo) {
+    case AllreduceAlgo::kOneShot: return "oneshot";
+    case AllreduceAlgo::kTwoShot: return "twoshot";
+    default: return "zerocopy";
+  }
+}
 
 struct Call {
   AllreduceAlgo algo;
@@ -32,16 +41,22 @@ struct Call {
   size_t count;
   bool in_place;
   size_t offset = 0;  // elements past cudaMalloc's alignment
+  // kZeroCopy: the rank whose buffers are not registered (every rank then runs two-shot); -1:
+  // every rank's are.
+  int unregistered = -1;
 };
 
 std::string describe(const Call &c, int ranks) {
   char text[160];
   std::snprintf(text, sizeof text, "allreduce ranks=%d %s %s %s count=%zu %s offset=%zu", ranks,
-                c.algo == AllreduceAlgo::kOneShot ? "oneshot" : "twoshot",
-                kernel_test::kDtypeNames[static_cast<int>(c.dtype)],
+                algo_name(c.algo), kernel_test::kDtypeNames[static_cast<int>(c.dtype)],
                 kernel_test::kOpNames[static_cast<int>(c.op)], c.count,
                 c.in_place ? "in-place" : "out-of-place", c.offset);
-  return text;
+  std::string out = text;
+  if (c.algo == AllreduceAlgo::kZeroCopy && c.unregistered >= 0) {
+    out += " rank " + std::to_string(c.unregistered) + " unregistered";
+  }
+  return out;
 }
 
 // One call's buffers on every rank, and the result every rank must get: the reference's
@@ -78,7 +93,26 @@ class CallData {
     a.dtype = call_.dtype;
     a.op = call_.op;
     a.algo = call_.algo;
+    if (call_.algo == AllreduceAlgo::kZeroCopy && rank != call_.unregistered) {
+      a.src_ref = {src_slot_, 0, GuardedBuffer::kGuardBytes};
+      a.dst_ref = {call_.in_place ? src_slot_ : dst_slot_, 0, GuardedBuffer::kGuardBytes};
+    }
     return a;
+  }
+
+  // kZeroCopy: every rank's buffers registered with `team`, each from its guard's start (the
+  // calls then reach them at an offset).
+  void register_with(EmulTeam &team) {
+    if (call_.algo != AllreduceAlgo::kZeroCopy) return;
+    auto slot_of = [&](std::vector<GuardedBuffer> &buffers) {
+      std::vector<char *> by_rank;
+      for (GuardedBuffer &b : buffers) {
+        by_rank.push_back(reinterpret_cast<char *>(b.data()) - GuardedBuffer::kGuardBytes);
+      }
+      return team.register_buffers(by_rank);
+    };
+    src_slot_ = slot_of(src_);
+    if (!call_.in_place) dst_slot_ = slot_of(dst_);
   }
 
   // The output, the guards, and the input of an out-of-place call (which must stay as it was).
@@ -101,6 +135,8 @@ class CallData {
   std::vector<GuardedBuffer> src_;
   std::vector<GuardedBuffer> dst_;  // empty in place
   std::vector<unsigned char> expected_;
+  int src_slot_ = -1;
+  int dst_slot_ = -1;
 };
 
 // A team and the calls it ran: its call counter must follow them.
@@ -133,7 +169,10 @@ void check_team_state(const TeamUnderTest &t, const std::string &name, Tally *ta
 void run_calls(TeamUnderTest *t, const std::vector<Call> &calls, Tally *tally) {
   const int ranks = t->team.size();
   std::vector<std::unique_ptr<CallData>> data;
-  for (const Call &call : calls) data.push_back(std::make_unique<CallData>(call, ranks, t->seed++));
+  for (const Call &call : calls) {
+    data.push_back(std::make_unique<CallData>(call, ranks, t->seed++));
+    data.back()->register_with(t->team);
+  }
   std::vector<std::vector<cudaError_t>> status(ranks, std::vector<cudaError_t>(calls.size()));
   t->team.run([&](int rank) {
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -221,6 +260,28 @@ void pipeline_steps(Tally *tally) {
   }
 }
 
+// Direct calls on registered buffers: several steps per block and a partial last one, in
+// place and misaligned, back to back with one-shot calls (the descriptors' parities) and with
+// calls where one rank's buffers are not registered (every rank then runs two-shot).
+void zerocopy_calls(int ranks, Tally *tally) {
+  for (int blocks : {1, 3}) {
+    TeamUnderTest t(ranks, blocks);
+    const size_t step = kernels::kChunkBytes / 4;  // fp32 elements of one block's step
+    const size_t several = step * ranks * blocks * 2 + 5;
+    run_calls(
+        &t,
+        {{AllreduceAlgo::kZeroCopy, DType::kFloat32, RedOp::kSum, several, false, 1},
+         {AllreduceAlgo::kZeroCopy, DType::kFloat32, RedOp::kSum, several, true, 0},
+         {AllreduceAlgo::kOneShot, DType::kInt32, RedOp::kMax, 1000, false, 0},
+         {AllreduceAlgo::kZeroCopy, DType::kBfloat16, RedOp::kAvg, 3 * step + 1, false, 3},
+         {AllreduceAlgo::kZeroCopy, DType::kInt8, RedOp::kMin, 7, true, 1},
+         {AllreduceAlgo::kZeroCopy, DType::kFloat16, RedOp::kSum, step + 3, false, 0, ranks - 1},
+         {AllreduceAlgo::kZeroCopy, DType::kFloat64, RedOp::kProd, 1023, true, 1, 0},
+         {AllreduceAlgo::kZeroCopy, DType::kUint64, RedOp::kMax, several / 2, false, 0}},
+        tally);
+  }
+}
+
 // More ranks than reduce.h's kernels take inputs (kMaxReduceInputs): one pass over all of
 // them, in place and out of place.
 void many_ranks(int ranks, Tally *tally) {
@@ -277,6 +338,9 @@ void invalid_arguments(Tally *tally) {
   a = good;
   a.team.size = 0;
   expect_invalid("0 ranks", a);
+  a = good;
+  a.algo = AllreduceAlgo::kZeroCopy;
+  expect_invalid("zero-copy on a team that registered nothing", a);
   if (team.sequence(0) != 0) tally->fail("allreduce arguments: a call was counted");
 }
 
@@ -290,6 +354,7 @@ void run_allreduce_cases(const Options &options, Tally *tally) {
   }
   for (int ranks : {2, 3, 4}) larger_counts(ranks, tally);
   pipeline_steps(tally);
+  for (int ranks : {2, 3, 4}) zerocopy_calls(ranks, tally);
   many_ranks(9, tally);
   if (options.full) {
     for (int ranks : {12, kernels::kMaxLocalRanks}) many_ranks(ranks, tally);

@@ -81,13 +81,13 @@ TEST(Selection, MemoryKindsSelectHostOrGpuAlgorithms) {
        {COHORT_MEMORY_HOST, COHORT_MEMORY_CUDA_HOST, COHORT_MEMORY_CUDA_MANAGED}) {
     EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, kind), "direct") << kind;
   }
-  // Device memory takes the GPU kernels: one-shot below 64 KB, two-shot (pipelined for the
-  // others) from there.
+  // Device memory takes the GPU kernels: one-shot below 64 KB, zero-copy (two-shot on
+  // buffers not registered; pipelined for the others) from there.
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
             "oneshot");
   EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
-            "twoshot");
+            "zerocopy");
   for (Collective c : {Collective::kBroadcast, Collective::kReduce, Collective::kAllgather,
                        Collective::kReduceScatter, Collective::kAlltoall}) {
     EXPECT_EQ(chosen(s, c, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot")
@@ -134,7 +134,7 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
       {"gather@cuda-device=direct", "direct runs on host+cuda-host+cuda-managed memory only"},
       {"scatter=direct*2", "scatter direct runs on one channel only"},
       {"allreduce=tree",
-       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot)"},
+       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot, zerocopy)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
       {"allreduce:4X-=direct", "'4X' is not a size"},
       {"allreduce:4096=direct", "a range is LO-HI"},

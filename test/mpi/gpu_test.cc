@@ -46,6 +46,38 @@ bool device_allreduce(cohort_team_t team, Mode mode, const void *src, void *dst,
   return true;
 }
 
+// --register 1: every rank registers its call's buffers (cohort_mem_register) for the case,
+// so large allreduces run zero-copy; --register 2: rank 1 registers another buffer instead, so
+// every rank runs the same calls through the windows.  The registrations of one case.
+struct CaseRegistration {
+  CaseRegistration(cohort_team_t team, void *src, void *dst, size_t bytes) : team_(team) {
+    const int mode = opt_int("register", 0);
+    if (mode == 0) return;
+    if (mode == 2 && g_rank == 1) {
+      CUDA_OK(cudaMalloc(&other_, 256));
+      src = dst = other_;
+      bytes = 256;
+    }
+    for (void *buffer : {src, dst}) {
+      regs_.push_back(nullptr);
+      CHECK_STATUS(cohort_mem_register(team, buffer, bytes, &regs_.back()), COHORT_SUCCESS);
+    }
+  }
+  ~CaseRegistration() {
+    for (cohort_mem_reg_t reg : regs_) {
+      CHECK_STATUS(cohort_mem_deregister(team_, reg), COHORT_SUCCESS);
+    }
+    if (other_ != nullptr) cudaFree(other_);
+  }
+  CaseRegistration(const CaseRegistration &) = delete;
+  CaseRegistration &operator=(const CaseRegistration &) = delete;
+
+ private:
+  cohort_team_t team_;
+  std::vector<cohort_mem_reg_t> regs_;
+  void *other_ = nullptr;
+};
+
 // One case: the device result (in place or not, in `mode`) against the host path's.
 void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t count, bool in_place,
                 Mode mode, cudaStream_t stream) {
@@ -67,14 +99,18 @@ void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t cou
   char what[160];
   snprintf(what, sizeof(what), "allreduce %s %s count %zu %s %s", kDtypeNames[t], kOpNames[op],
            count, in_place ? "in place" : "out of place", mode_name(mode));
-  if (device_allreduce(team, mode, src, target, count, t, op, stream)) {
-    CUDA_OK(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost));
-    compare(what, t, got, want, count);
-    // Nothing past the output is written.
-    unsigned char guard[16];
-    CUDA_OK(cudaMemcpy(guard, static_cast<char *>(target) + bytes, 16, cudaMemcpyDeviceToHost));
-    if (!in_place) {
-      for (unsigned char g : guard) CHECK(g == 0xee, "%s: a byte past the output changed", what);
+  {
+    // Deregistered (its destructor) before the buffers are freed.
+    CaseRegistration registration(team, src_base, dst_base, bytes + 16 + offset);
+    if (device_allreduce(team, mode, src, target, count, t, op, stream)) {
+      CUDA_OK(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost));
+      compare(what, t, got, want, count);
+      // Nothing past the output is written.
+      unsigned char guard[16];
+      CUDA_OK(cudaMemcpy(guard, static_cast<char *>(target) + bytes, 16, cudaMemcpyDeviceToHost));
+      if (!in_place) {
+        for (unsigned char g : guard) CHECK(g == 0xee, "%s: a byte past the output changed", what);
+      }
     }
   }
   cudaFree(src_base);
@@ -206,6 +242,51 @@ void refusals() {
   CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
 }
 
+// cohort_mem_register's refusals are named on every rank, and leave the team usable: the
+// last rank's host buffer (every rank names that rank), a buffer past its allocation's end, a
+// registration deregistered twice or through another team; then a registered allreduce of
+// 4 MB (zero-copy) in place, against the host path.
+void registration() {
+  cohort_team_t team = gpu_team();
+  const int odd = g_size - 1;
+  const size_t count = size_t{1} << 20, bytes = count * sizeof(float);
+  std::vector<float> host(count, 1.0f);
+  void *device = nullptr;
+  CUDA_OK(cudaMalloc(&device, bytes));
+  cohort_mem_reg_t reg = nullptr;
+  void *buffer = g_rank == odd ? static_cast<void *>(host.data()) : device;
+  cohort_status_t s = cohort_mem_register(team, buffer, bytes, &reg);
+  const std::string who = "rank " + std::to_string(odd);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), who) &&
+            contains(cohort_last_error(), "not CUDA device memory"),
+        "a host buffer on %s: %s: %s", who.c_str(), cohort_status_string(s), cohort_last_error());
+  s = cohort_mem_register(team, device, bytes + 4096, &reg);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "past the end"),
+        "past the allocation: %s: %s", cohort_status_string(s), cohort_last_error());
+  CHECK_STATUS(cohort_mem_register(team, device, bytes, &reg), COHORT_SUCCESS);
+  cohort_team_t other = gpu_team();
+  s = cohort_mem_deregister(other, reg);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "another team"),
+        "deregistered through another team: %s: %s", cohort_status_string(s), cohort_last_error());
+  CHECK_STATUS(cohort_team_destroy(other), COHORT_SUCCESS);
+  std::vector<float> in(count), want(count), got(count);
+  for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((g_rank + 1) * (i % 97));
+  CHECK_STATUS(cohort_allreduce(team, in.data(), want.data(), count, COHORT_FLOAT32, COHORT_SUM),
+               COHORT_SUCCESS);
+  CUDA_OK(cudaMemcpy(device, in.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK_STATUS(cohort_allreduce(team, device, device, count, COHORT_FLOAT32, COHORT_SUM),
+               COHORT_SUCCESS);
+  CUDA_OK(cudaMemcpy(got.data(), device, bytes, cudaMemcpyDeviceToHost));
+  CHECK(got == want, "registered allreduce in place: results differ from the host path");
+  CHECK_STATUS(cohort_mem_deregister(team, reg), COHORT_SUCCESS);
+  s = cohort_mem_deregister(team, reg);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "twice"),
+        "deregistered twice: %s: %s", cohort_status_string(s), cohort_last_error());
+  cudaFree(device);
+  if (g_rank == 0) printf("registration: refusals named, registered allreduce right\n");
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
 // Rank --rank never makes the call: it aborts the team instead (abort) or just waits
 // (missing, with COHORT_COLL_TIMEOUT set short).  Every other rank's call ends, naming it.
 void stop_scenario(bool abort) {
@@ -262,6 +343,7 @@ int main(int argc, char **argv) {
                    {"mixed", mixed_calls},
                    {"pipeline", pipeline},
                    {"refusals", refusals},
+                   {"registration", registration},
                    {"abort", [] { stop_scenario(true); }},
                    {"missing", [] { stop_scenario(false); }}},
                   skip_reason);

@@ -318,6 +318,16 @@ void scenario_errors() {
                COHORT_ERR_INVALID_ARG);
   CHECK(contains(cohort_last_error(), "scan: recvbuf is NULL"), "message: %s", cohort_last_error());
   CHECK(x == 5 && std::count(out.begin(), out.end(), 0) == n, "a refused call wrote");
+  // Registering buffers takes a team on one host with a GPU on every rank: refused by name on
+  // every rank here (no GPU bound), before any exchange, and the team goes on.
+  cohort_mem_reg_t reg = nullptr;
+  CHECK_STATUS(cohort_mem_register(team.get(), out.data(), 4, &reg), COHORT_ERR_NOT_SUPPORTED);
+  CHECK(reg == nullptr && contains(cohort_last_error(), "cohort_mem_register: "), "message: %s",
+        cohort_last_error());
+  CHECK_STATUS(cohort_mem_register(team.get(), out.data(), 4, nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "reg (output) is NULL"), "message: %s", cohort_last_error());
+  CHECK_STATUS(cohort_mem_deregister(team.get(), nullptr), COHORT_ERR_INVALID_ARG);
+  CHECK(contains(cohort_last_error(), "registration is NULL"), "message: %s", cohort_last_error());
   // Unused buffers may be NULL: a non-root's gather output and scatter input.
   const int root = n - 1;
   CHECK_STATUS(

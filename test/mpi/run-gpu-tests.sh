@@ -29,10 +29,16 @@ tests="1 allreduce
 2 pipeline
 4 pipeline
 2 refusals
+2 registration
+4 registration
+2 allreduce --quick 1 --register 1
+4 allreduce --quick 1 --register 1 --offset 1
+3 allreduce --quick 1 --register 2
+4 allreduce --register 1 --big-log2 26
 2 abort
 4 abort --rank 1
 3 missing @COHORT_COLL_TIMEOUT=2"
 if [ -n "${COHORT_TEST_FILTER:-}" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E "$COHORT_TEST_FILTER")
 fi
-run_tap "$GPU_TEST" 900 "$tests" "on [0-9]* ranks: PASS"
+run_tap "$GPU_TEST" "${GPU_TEST_LIMIT:-900}" "$tests" "on [0-9]* ranks: PASS"

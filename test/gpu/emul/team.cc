@@ -65,6 +65,19 @@ EmulTeam::EmulTeam(int ranks, int max_blocks, uint64_t timeout_ns) {
 
 EmulTeam::~EmulTeam() = default;
 
+int EmulTeam::register_buffers(const std::vector<char *> &by_rank) {
+  if (registered_.empty()) {
+    registered_.assign(static_cast<size_t>(k::kMaxRegistrations) * k::kMaxLocalRanks, nullptr);
+    for (auto &rank : ranks_) rank->team.registered = registered_.data();
+  }
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % k::kMaxRegistrations;
+  for (size_t q = 0; q < by_rank.size(); ++q) {
+    registered_[static_cast<size_t>(slot) * k::kMaxLocalRanks + q] = by_rank[q];
+  }
+  return slot;
+}
+
 const k::DeviceTeam &EmulTeam::device(int rank) const { return ranks_.at(rank)->team; }
 uint64_t EmulTeam::sequence(int rank) const { return ranks_.at(rank)->counters.sequence; }
 unsigned EmulTeam::blocks_done(int rank) const { return ranks_.at(rank)->counters.blocks_done; }

@@ -40,6 +40,11 @@ class EmulTeam {
   cohort::kernels::DeviceFault fault(int rank) const;
   uint32_t stop_word(int rank) const;  // in the rank's window
 
+  // A registration (tl_gpu/registrations.h) of one buffer per rank, by rank: its slot in the
+  // team's table, which every rank maps the same way here (one address space).  Slots are
+  // taken in turn and reused after kMaxRegistrations.  Not while kernels run.
+  int register_buffers(const std::vector<char *> &by_rank);
+
   // GpuTransport::abort() of rank `by`'s host: its stop word into every window.  Any thread
   // may call it, while kernels run or not.
   void abort(int by);
@@ -52,6 +57,8 @@ class EmulTeam {
  private:
   struct Rank;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<char *> registered_;  // the table every rank's DeviceTeam::registered points to
+  int next_slot_ = 0;
 };
 
 }  // namespace cohort_emul
