@@ -494,9 +494,10 @@ COHORT_API cohort_status_t cohort_barrier_stream(cohort_team_t team, void *strea
 /* --------------------------------------------------- registered device buffers */
 
 /* Registers a device buffer with the team, so that the team's collectives on device memory
- * can move data straight between the ranks' buffers: with every buffer of a call registered on
+ * can move data straight between the ranks' buffers: with the buffers of a call registered on
  * every local rank, a large allreduce reads each input byte and writes each output byte once,
- * instead of copying through the team's windows.  Collective: every rank of the team calls it,
+ * instead of copying through the team's windows (allgather, alltoall: the receive buffers;
+ * reduce-scatter: the send buffers; allreduce: both).  Collective: every rank of the team calls it,
  * in the same order with respect to its other (de)registrations, each with a buffer of its own
  * (sizes may differ).  The buffer must be cudaMalloc'd device memory of the team's GPU (a
  * cudaMallocAsync pool or cuMemCreate memory cannot be shared through CUDA IPC); a buffer one

@@ -193,6 +193,7 @@ bool print_params() {
   for (const cohort::ParamProblem &p : problems) {
     printf("  %s='%s': %s\n", p.variable.c_str(), p.value.c_str(), p.message.c_str());
   }
+  fflush(stdout);  // the list first, when both streams go to one file
   fprintf(stderr, "cohort_info: %zu invalid COHORT_* setting%s (listed above)\n", problems.size(),
           problems.size() == 1 ? "" : "s");
   return false;

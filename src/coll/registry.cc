@@ -119,6 +119,18 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "GPU: per step every rank pushes a slice of block q into rank q's window (two halves in "
        "turn)",
        nullptr, kDeviceMemory},
+      {"zerocopy", Collective::kAllgather,
+       "GPU: with every rank's output registered, each rank writes its block straight into "
+       "every rank's output; pipelined otherwise",
+       nullptr, kDeviceMemory},
+      {"zerocopy", Collective::kReduceScatter,
+       "GPU: with every rank's input registered, rank q reduces block q straight from every "
+       "rank's input; pipelined otherwise",
+       nullptr, kDeviceMemory},
+      {"zerocopy", Collective::kAlltoall,
+       "GPU: with every rank's output registered, each rank writes its block for q straight "
+       "into q's output; pipelined otherwise",
+       nullptr, kDeviceMemory},
       {"flags", Collective::kBarrier, "GPU: every rank raises a flag in every peer's window",
        nullptr, kDeviceMemory},
   };

@@ -62,11 +62,14 @@ const DefaultRule kDefaults[] = {
     {Collective::kReduce, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
     {Collective::kReduce, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
     {Collective::kAllgather, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
-    {Collective::kAllgather, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kAllgather, SIZE_MAX, 0, "zerocopy", 0,
+     "GPU: registered buffers reached in place; pipelined where some are not"},
     {Collective::kReduceScatter, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
-    {Collective::kReduceScatter, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kReduceScatter, SIZE_MAX, 0, "zerocopy", 0,
+     "GPU: registered buffers reached in place; pipelined where some are not"},
     {Collective::kAlltoall, 64 << 10, 0, "oneshot", 0, "GPU: one handshake: latency"},
-    {Collective::kAlltoall, SIZE_MAX, 0, "pipelined", 0, "GPU: any size"},
+    {Collective::kAlltoall, SIZE_MAX, 0, "zerocopy", 0,
+     "GPU: registered buffers reached in place; pipelined where some are not"},
     {Collective::kBarrier, SIZE_MAX, 0, "flags", 0, "GPU: one handshake"},
 };
 

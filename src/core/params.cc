@@ -338,22 +338,44 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-// "did you mean COHORT_X?" for the registered name nearest to `name`, when one is near.
+// Whether one name begins the other, or ends it at a word ('_') boundary: COHORT_P2P for
+// P2P_LEVEL, COHORT_COLL_ALGORITHM for COLL_ALGO, COHORT_ALGO for COLL_ALGO.
+bool shares_words(std::string_view typed, std::string_view name) {
+  auto cut_of = [](std::string_view longer, std::string_view shorter) {
+    if (shorter.size() < 3 || shorter.size() >= longer.size()) return false;
+    const bool head = longer.starts_with(shorter);
+    const bool tail =
+        longer.ends_with(shorter) && longer[longer.size() - shorter.size() - 1] == '_';
+    return head || tail;
+  };
+  return cut_of(typed, name) || cut_of(name, typed);
+}
+
+// "did you mean COHORT_X?" for the registered names near `name`: those it shares whole words
+// with, else the nearest by edit distance when one is near.
 std::string unknown_name_message(std::string_view name) {
+  const std::string_view typed = name.substr(7);
+  std::vector<std::string> near_names;
   const ParamSpec *best = nullptr;
   size_t best_distance = 0;
   for (const std::vector<ParamSpec> *table : {&kParams, &kTestingParams}) {
     for (const ParamSpec &spec : *table) {
-      size_t distance = edit_distance(name.substr(7), spec.name);
+      if (shares_words(typed, spec.name)) near_names.push_back(std::string("COHORT_") + spec.name);
+      size_t distance = edit_distance(typed, spec.name);
       if (best == nullptr || distance < best_distance) {
         best = &spec;
         best_distance = distance;
       }
     }
   }
+  if (near_names.empty() && best_distance <= std::max<size_t>(2, strlen(best->name) / 3)) {
+    near_names.push_back(std::string("COHORT_") + best->name);
+  }
   std::string message = "no such Cohort parameter";
-  size_t near = std::max<size_t>(2, strlen(best->name) / 3);
-  if (best_distance <= near) message += strprintf("; did you mean COHORT_%s?", best->name);
+  for (size_t i = 0; i < near_names.size() && i < 3; ++i) {
+    message += (i == 0 ? "; did you mean " : " or ") + near_names[i];
+  }
+  if (!near_names.empty()) message += "?";
   return message + " (cohort_info --params lists them)";
 }
 

@@ -97,7 +97,7 @@ __device__ void twoshot(const CollArgs &a, uint64_t sequence) {
 template <DType D, RedOp Op>
 __device__ void allreduce_zerocopy(const CollArgs &a, uint64_t sequence) {
   __shared__ ZeroCopyBuffers bufs;
-  const ZeroCopyStart start = zerocopy_start(a, sequence, bufs);
+  const ZeroCopyStart start = zerocopy_start(a, sequence, ZeroCopyNeeds{true, true}, bufs);
   if (start == ZeroCopyStart::kStopped) return;
   if (start == ZeroCopyStart::kUnregistered) {
     twoshot<D, Op>(a, sequence);

@@ -118,31 +118,45 @@ __device__ inline const char *registered_at(const DeviceTeam &t, BufferRef ref, 
   return t.registered[static_cast<size_t>(ref.slot) * kMaxLocalRanks + q] + ref.offset;
 }
 
+// Which of every rank's buffers a zero-copy kernel reaches on the peers (and so needs
+// registered): allreduce both, allgather and alltoall the outputs, reduce-scatter the inputs.
+struct ZeroCopyNeeds {
+  bool src;
+  bool dst;
+};
+
 // The start of a zero-copy call, every thread of a block: publishes where this rank's buffers
 // lie (its descriptor, in its own window), waits for every peer's, and fills `out` (shared
-// memory) with every rank's buffers.  kUnregistered on every rank alike when some rank's
-// buffer is not registered (every rank reads the same descriptors); kStopped when the team
-// stopped.  Uses the kFlagZeroCopy flags only, so a call may go on with another algorithm.
+// memory) with every rank's buffers it `needs` (its own are always there).  kUnregistered on
+// every rank alike when some rank's needed buffer is not registered (every rank reads the same
+// descriptors); kStopped when the team stopped.  Uses the kFlagZeroCopy flags only, so a call
+// may go on with another algorithm.  A rank that `declines` publishes its buffers as not
+// registered, so that every rank goes on without zero-copy.
 __device__ inline ZeroCopyStart zerocopy_start(const CollArgs &a, uint64_t sequence,
-                                               ZeroCopyBuffers &out) {
+                                               ZeroCopyNeeds needs, ZeroCopyBuffers &out,
+                                               bool declines = false) {
   const DeviceTeam &t = a.team;
-  if (threadIdx.x == 0) *zerocopy_desc(t, t.rank, sequence) = ZeroCopyDesc{a.src_ref, a.dst_ref};
+  if (threadIdx.x == 0) {
+    *zerocopy_desc(t, t.rank, sequence) =
+        declines ? ZeroCopyDesc{} : ZeroCopyDesc{a.src_ref, a.dst_ref};
+  }
   const uint64_t value = flag_value(sequence, 0);
   signal_peers(t, kFlagZeroCopy, value);  // its fence publishes the descriptor too
   if (!wait_peers(t, kFlagZeroCopy, value, sequence)) return ZeroCopyStart::kStopped;
   bool missing = false;
-  if (static_cast<int>(threadIdx.x) <
-      t.size) {  // thread q read q's flag (acquire): q's descriptor is visible
-    const int q = threadIdx.x;
+  const int q = static_cast<int>(threadIdx.x);
+  if (q < t.size) {  // thread q read q's flag (acquire): q's descriptor is visible
     const volatile ZeroCopyDesc *d = zerocopy_desc(t, q, sequence);
     const BufferRef src{d->src.slot, 0, d->src.offset};
     const BufferRef dst{d->dst.slot, 0, d->dst.offset};
-    missing = src.slot < 0 || dst.slot < 0;
-    if (!missing) {
-      out.src[q] = q == t.rank ? static_cast<const char *>(a.src) : registered_at(t, src, q);
-      out.dst[q] =
-          q == t.rank ? static_cast<char *>(a.dst) : const_cast<char *>(registered_at(t, dst, q));
-    }
+    missing = (needs.src && src.slot < 0) || (needs.dst && dst.slot < 0);
+    const bool own = q == t.rank;
+    out.src[q] = own                     ? static_cast<const char *>(a.src)
+                 : needs.src && !missing ? registered_at(t, src, q)
+                                         : nullptr;
+    out.dst[q] = own                     ? static_cast<char *>(a.dst)
+                 : needs.dst && !missing ? const_cast<char *>(registered_at(t, dst, q))
+                                         : nullptr;
   }
   return __syncthreads_or(missing) ? ZeroCopyStart::kUnregistered : ZeroCopyStart::kGo;
 }

@@ -19,7 +19,9 @@ bool valid(const CollArgs &a) {
   if (a.kind == CollKind::kBarrier) return true;
   if (!dtype_valid(a.dtype) || (reduces(a.kind) && !op_valid(a.op)) || a.count == 0) return false;
   if (a.algo == CollAlgo::kZeroCopy) {
-    if (a.kind != CollKind::kAllreduce || a.team.registered == nullptr) return false;
+    const bool has = a.kind == CollKind::kAllreduce || a.kind == CollKind::kAllgather ||
+                     a.kind == CollKind::kAlltoall || a.kind == CollKind::kReduceScatter;
+    if (!has || a.team.registered == nullptr) return false;
   } else if (a.algo != CollAlgo::kOneShot && a.algo != CollAlgo::kPipelined) {
     return false;
   }

@@ -33,9 +33,10 @@ enum class CollAlgo : int {
   // Any size: per block, steps through the chunk inboxes (two halves in turn, so a step's
   // copies overlap the previous step's), ending with end_barrier().
   kPipelined = 1,
-  // Registered buffers (allreduce so far): every rank's buffers straight from the others'
-  // memory, no copy through the windows (device_team.h's ZeroCopyDesc says where they lie); the
-  // same call as kPipelined on every rank when some rank's buffer is not registered.
+  // Registered buffers (allreduce, allgather, alltoall, reduce-scatter): every rank's buffers
+  // straight from the others' memory, no copy through the windows (device_team.h's
+  // ZeroCopyDesc says where they lie); the same call as kPipelined on every rank when some
+  // rank's buffer the kernel reaches is not registered.
   kZeroCopy = 2,
 };
 
@@ -62,9 +63,9 @@ struct CollArgs {
 int collective_blocks(const CollArgs &args);
 
 // cudaErrorInvalidValue (launching nothing) for arguments outside the contract: an unknown
-// kind, dtype, op or algorithm (kZeroCopy: allreduce only, on a team with registrations), no
-// elements, a root outside the team, a one-shot message over kOneShotBytes, more ranks than
-// kMaxLocalRanks.
+// kind, dtype, op or algorithm (kZeroCopy: allreduce, allgather, alltoall and reduce-scatter, on a
+// team with registrations), no elements, a root outside the team, a one-shot message over
+// kOneShotBytes, more ranks than kMaxLocalRanks.
 cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
 
 namespace detail {

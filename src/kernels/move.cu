@@ -135,6 +135,33 @@ __device__ void exchange_pipelined(const CollArgs &a, const Blocks &b, uint64_t 
   end_barrier(t, sequence);
 }
 
+// Registered outputs, any size (allgather, alltoall): each rank writes its block for q
+// straight into q's output, a step of kChunkBytes per block at a time (an allgather's input
+// step is read from L2 after the first peer); only the outputs need registering.  Pipelined
+// when some rank's output is not registered, or some rank's alltoall is in place.
+__device__ void exchange_zerocopy(const CollArgs &a, const Blocks &b, uint64_t sequence) {
+  __shared__ ZeroCopyBuffers bufs;
+  // An alltoall in place would take blocks a peer still has to read: declined, every rank
+  // then runs pipelined.
+  const bool declines = b.per_peer_input && a.src == a.dst;
+  const ZeroCopyStart start =
+      zerocopy_start(a, sequence, ZeroCopyNeeds{false, true}, bufs, declines);
+  if (start == ZeroCopyStart::kStopped) return;
+  if (start == ZeroCopyStart::kUnregistered) return exchange_pipelined(a, b, sequence);
+  const DeviceTeam &t = a.team;
+  const Part part = block_part(b.bytes);
+  for (size_t done = 0; done < part.count; done += kChunkBytes) {
+    const size_t offset = part.begin + done;
+    const size_t len = min(kChunkBytes, part.count - done);
+    for (int q = 0; q < t.size; ++q) {
+      const char *from = b.input(a.src, q, offset);
+      char *to = b.output(bufs.dst[q], t.rank, offset);
+      if (from != to) copy(block_threads(), to, from, len);
+    }
+  }
+  end_barrier(t, sequence);  // every peer wrote its blocks into this rank's output
+}
+
 __device__ void run(const CollArgs &a, uint64_t sequence) {
   const size_t bytes = a.count * dtype_size(a.dtype);
   const bool oneshot = a.algo == CollAlgo::kOneShot;
@@ -145,6 +172,7 @@ __device__ void run(const CollArgs &a, uint64_t sequence) {
     case CollKind::kAllgather:
     case CollKind::kAlltoall: {
       const Blocks blocks{a.kind == CollKind::kAlltoall, bytes};
+      if (a.algo == CollAlgo::kZeroCopy) return exchange_zerocopy(a, blocks, sequence);
       return oneshot ? exchange_oneshot(a, blocks, sequence)
                      : exchange_pipelined(a, blocks, sequence);
     }

@@ -86,6 +86,32 @@ __device__ void reduce_scatter_pipelined(const CollArgs &a, uint64_t sequence) {
   end_barrier(t, sequence);
 }
 
+// Registered inputs, any size: rank q reduces block q straight from every rank's input into
+// its own output, a step of kChunkBytes per block at a time; only the inputs need registering
+// (the peers read them, nobody writes another rank's output).  Pipelined when some rank's input
+// is not registered.
+template <DType D, RedOp Op>
+__device__ void reduce_scatter_zerocopy(const CollArgs &a, uint64_t sequence) {
+  __shared__ ZeroCopyBuffers bufs;
+  const ZeroCopyStart start = zerocopy_start(a, sequence, ZeroCopyNeeds{true, false}, bufs);
+  if (start == ZeroCopyStart::kStopped) return;
+  if (start == ZeroCopyStart::kUnregistered) return reduce_scatter_pipelined<D, Op>(a, sequence);
+  const DeviceTeam &t = a.team;
+  constexpr size_t elem = dtype_size(D);
+  const size_t block_bytes = a.count * elem;
+  const Part part = split(a.count, elem, blockIdx.x, gridDim.x);
+  const size_t step_elems = kChunkBytes / elem;
+  for (size_t done = 0; done < part.count; done += step_elems) {
+    const size_t offset = (part.begin + done) * elem;
+    const size_t len = min(step_elems, part.count - done);
+    const size_t at_block = t.rank * block_bytes + offset;
+    const void *const *srcs = gather_inputs(t, bufs.src[t.rank] + at_block,
+                                            [&](int q) { return bufs.src[q] + at_block; });
+    reduce_all<D, Op>(at(a.dst, offset, 1), srcs, t.size, len, t.size);
+  }
+  end_barrier(t, sequence);  // every peer read its block of this rank's input
+}
+
 template <DType D, RedOp Op>
 __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constant__ CollArgs a) {
   const uint64_t sequence = *a.team.sequence;
@@ -93,7 +119,9 @@ __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constan
   if (team_stopped(a.team, sequence)) {
     // nothing: peers would take this call's data for a later one's
   } else if (a.kind == CollKind::kReduceScatter) {
-    if (oneshot) {
+    if (a.algo == CollAlgo::kZeroCopy) {
+      reduce_scatter_zerocopy<D, Op>(a, sequence);
+    } else if (oneshot) {
       reduce_scatter_oneshot<D, Op>(a, sequence);
     } else {
       reduce_scatter_pipelined<D, Op>(a, sequence);

@@ -255,8 +255,11 @@ void CommState::report() const {
   std::string text;
   for (int c = 0; c < kNumCallIds; ++c) {
     const Counts &counts = counts_[c];
+    // Calls Cohort made itself (creating its team, agreeing on memory kinds) are not the
+    // program's: verbose 2 names them as they come, the summary leaves them out.
+    auto counted = [](int reason) { return reason != static_cast<int>(Fallback::kReentered); };
     long fallbacks = counts.staged[static_cast<int>(StagedTo::kOpenMpi)];
-    for (long n : counts.fallback) fallbacks += n;
+    for (int r = 0; r < kNumFallbacks; ++r) fallbacks += counted(r) ? counts.fallback[r] : 0;
     if (counts.cohort == 0 && fallbacks == 0) continue;
     const CallId call{static_cast<coll_cohort_kind_t>(c / 2), c % 2 == 1};
     text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
@@ -273,7 +276,7 @@ void CommState::report() const {
       text += cost;
     }
     for (int r = 0; r < kNumFallbacks; ++r) {
-      if (counts.fallback[r] == 0) continue;
+      if (counts.fallback[r] == 0 || !counted(r)) continue;
       text += ", " + std::to_string(counts.fallback[r]) + " fell back (" +
               fallback_text(static_cast<Fallback>(r)) + ")";
     }

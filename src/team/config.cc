@@ -28,11 +28,12 @@ Status parse_injected_failure(const std::string &text, InjectedFailure *out) {
   if (!phase_from_name(phase.c_str(), &inject.phase) || rank.empty() || *end != '\0' || r < 0 ||
       errno == ERANGE || r > INT_MAX || (has_mode && mode != "stall" && mode != "skew") ||
       (mode == "skew" && inject.phase != Phase::kAlign)) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with "
-                 "PHASE one of "
-                 "check-in, peer-info, local-ranks, topology, graphs, align, connect, device-setup, ready",
-                 text.c_str());
+    return failf(
+        COHORT_ERR_INVALID_ARG,
+        "COHORT_INJECT_FAILURE='%s': expected PHASE:RANK[:stall] or align:RANK:skew, with "
+        "PHASE one of "
+        "check-in, peer-info, local-ranks, topology, graphs, align, connect, device-setup, ready",
+        text.c_str());
   }
   inject.active = true;
   inject.rank = static_cast<int>(r);
@@ -52,8 +53,9 @@ Status resolve_config(const cohort_team_config_t *config, TeamConfig *out) {
   if (readable && config->init_timeout > 0) cfg.init_timeout_s = config->init_timeout;
   if (readable && config->name != nullptr) cfg.name = config->name;
   *out = cfg;
+  // Every bad setting at once, COHORT_INIT_TIMEOUT's among them: a job names them all.
+  if (Status all = params_validate_env(); is_error(all)) return all;
   if (is_error(s)) return s;
-  if (s = params_validate_env(); is_error(s)) return s;
   std::string inject;
   param_string("INJECT_FAILURE", &inject);
   if (s = parse_injected_failure(inject, &cfg.inject); is_error(s)) return s;

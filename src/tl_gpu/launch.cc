@@ -75,8 +75,27 @@ Status launch_allreduce(const k::DeviceTeam &team, const Registrations &register
   return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
 }
 
+// Zero-copy where the selection chose it and the team registered buffers (the same answer on
+// every rank), with where this rank's buffers lie; else one-shot or pipelined as chosen.
+k::CollAlgo other_algo(const k::DeviceTeam &team, const Registrations &registered,
+                       const tl::DeviceCall &call, k::CollArgs *args) {
+  if (strcmp(call.algorithm, "oneshot") == 0) return k::CollAlgo::kOneShot;
+  if (strcmp(call.algorithm, "zerocopy") != 0 || team.registered == nullptr) {
+    return k::CollAlgo::kPipelined;
+  }
+  // Bytes of each buffer: a block per rank on the side that holds every rank's.
+  const size_t block = call.count * k::dtype_size(args->dtype);
+  const size_t all = block * static_cast<size_t>(team.size);
+  const bool gathers = args->kind == k::CollKind::kAllgather;
+  const bool scatters = args->kind == k::CollKind::kReduceScatter;
+  args->src_ref = registered.find(call.src, gathers ? block : all);
+  args->dst_ref = registered.find(call.dst, scatters ? block : all);
+  return k::CollAlgo::kZeroCopy;
+}
+
 Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
-                    const tl::DeviceCall &call, cudaStream_t stream) {
+                    const Registrations &registered, const tl::DeviceCall &call,
+                    cudaStream_t stream) {
   k::CollArgs args;
   if (!kind_of(call.collective, &args.kind)) {
     return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: no GPU kernel for it",
@@ -90,10 +109,11 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
   args.op = static_cast<k::RedOp>(call.op);
   const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
   args.root = static_cast<int>(root - local_ranks.begin());
-  const bool oneshot = strcmp(call.algorithm, "oneshot") == 0;
-  args.algo = oneshot ? k::CollAlgo::kOneShot : k::CollAlgo::kPipelined;
+  args.algo = other_algo(team, registered, call, &args);
   const size_t bytes = call.count * k::dtype_size(args.dtype);
-  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  if (args.algo == k::CollAlgo::kOneShot && bytes > k::kOneShotBytes) {
+    return too_big_for_oneshot(call, bytes);
+  }
   std::string what =
       std::string("launching ") + coll::collective_name(call.collective) + " on the GPU";
   return cuda_status(k::launch_collective(args, stream), what.c_str());
@@ -108,7 +128,7 @@ Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_rank
   if (call.collective == Collective::kAllreduce) {
     return launch_allreduce(team, registered, call, stream);
   }
-  return launch_other(team, local_ranks, call, stream);
+  return launch_other(team, local_ranks, registered, call, stream);
 }
 
 }  // namespace cohort::tl_gpu

@@ -141,7 +141,7 @@ class Reader {
   Doctype doctype_;
 };
 
-// Reads a whole file (at most 16 MiB: COHORT_..._FILE=/dev/zero must not hang).  Errors are
+// Reads a whole file (at most 4 MiB: COHORT_..._FILE=/dev/zero must not hang).  Errors are
 // COHORT_ERR_INVALID_ARG: "<kind> file <path>: cannot open: <reason>".
 Status read_text_file(const char *kind, const std::string &path, std::string *out);
 // Creates or replaces `path`.  Errors are COHORT_ERR_SYSTEM: "<kind> dump <path>: ...".

@@ -40,7 +40,18 @@ struct Call {
   int root;
   bool in_place;
   size_t offset = 0;  // elements past cudaMalloc's alignment
+  // kZeroCopy: the rank that registers nothing (every rank then runs pipelined); -1: every
+  // rank registers its buffers.
+  int unregistered = -1;
 };
+
+const char *algo_name(CollAlgo algo) {
+  switch (algo) {
+    case CollAlgo::kOneShot: return "oneshot";
+    case CollAlgo::kPipelined: return "pipelined";
+    default: return "zerocopy";
+  }
+}
 
 bool reduces(CollKind k) {
   return k == CollKind::kReduce || k == CollKind::kReduceScatter || k == CollKind::kAllreduce;
@@ -49,12 +60,15 @@ bool reduces(CollKind k) {
 std::string describe(const Call &c, int ranks) {
   char text[200];
   std::snprintf(text, sizeof text, "%s ranks=%d %s %s %s count=%zu root=%d %s offset=%zu",
-                kKindNames[static_cast<int>(c.kind)], ranks,
-                c.algo == CollAlgo::kOneShot ? "oneshot" : "pipelined",
+                kKindNames[static_cast<int>(c.kind)], ranks, algo_name(c.algo),
                 kernel_test::kDtypeNames[static_cast<int>(c.dtype)],
                 reduces(c.kind) ? kernel_test::kOpNames[static_cast<int>(c.op)] : "-", c.count,
                 c.root, c.in_place ? "in-place" : "out-of-place", c.offset);
-  return text;
+  std::string out = text;
+  if (c.algo == CollAlgo::kZeroCopy && c.unregistered >= 0) {
+    out += " rank " + std::to_string(c.unregistered) + " unregistered";
+  }
+  return out;
 }
 
 // Elements of each rank's input and output.
@@ -98,7 +112,27 @@ class CallData {
     a.dtype = call_.dtype;
     a.op = call_.op;
     a.root = call_.root;
+    if (call_.algo == CollAlgo::kZeroCopy && rank != call_.unregistered) {
+      a.src_ref = {buffer_slot_, 0, static_cast<uint64_t>(src(rank) - registered(buffers_, rank))};
+      const bool own = call_.in_place;
+      a.dst_ref = {own ? buffer_slot_ : output_slot_, 0,
+                   static_cast<uint64_t>(dst(rank) - registered(own ? buffers_ : outputs_, rank))};
+    }
     return a;
+  }
+
+  // kZeroCopy: every rank's buffers registered with `team` from their guards' start.
+  void register_with(EmulTeam &team) {
+    if (call_.algo != CollAlgo::kZeroCopy) return;
+    auto slot_of = [&](const std::vector<GuardedBuffer> &buffers) {
+      std::vector<char *> by_rank;
+      for (int r = 0; r < ranks_; ++r) {
+        by_rank.push_back(reinterpret_cast<char *>(registered(buffers, r)));
+      }
+      return team.register_buffers(by_rank);
+    };
+    buffer_slot_ = slot_of(buffers_);
+    if (!call_.in_place) output_slot_ = slot_of(outputs_);
   }
 
   // The output (where this rank has one), the guards, an out-of-place input unchanged, and a
@@ -129,6 +163,9 @@ class CallData {
   }
 
  private:
+  static unsigned char *registered(const std::vector<GuardedBuffer> &buffers, int r) {
+    return buffers[r].data() - GuardedBuffer::kGuardBytes;
+  }
   unsigned char *src(int r) const {
     const size_t elem = dtype_size(call_.dtype);
     const bool shifted = call_.in_place && call_.kind == CollKind::kAllgather;
@@ -185,6 +222,7 @@ class CallData {
   std::vector<GuardedBuffer> buffers_;  // the input (and in place the output)
   std::vector<GuardedBuffer> outputs_;  // out of place
   std::vector<std::vector<unsigned char>> expected_;
+  int buffer_slot_ = -1, output_slot_ = -1;
 };
 
 // Launches `calls` in order on every rank, back to back, then checks every output and that
@@ -193,7 +231,10 @@ void run_calls(int ranks, int max_blocks, const std::vector<Call> &calls, uint64
                Tally *tally) {
   EmulTeam team(ranks, max_blocks);
   std::vector<std::unique_ptr<CallData>> data;
-  for (const Call &call : calls) data.push_back(std::make_unique<CallData>(call, ranks, seed++));
+  for (const Call &call : calls) {
+    data.push_back(std::make_unique<CallData>(call, ranks, seed++));
+    data.back()->register_with(team);
+  }
   std::vector<std::vector<cudaError_t>> status(ranks, std::vector<cudaError_t>(calls.size()));
   team.run([&](int rank) {
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -281,6 +322,35 @@ void larger_calls(int ranks, Tally *tally) {
   }
 }
 
+// Zero-copy allgather, reduce-scatter and alltoall on registered buffers: several steps per
+// block and a partial last one, in place and misaligned, every dtype of the reduction once;
+// one rank registering nothing (every rank then runs pipelined); back to back with one-shot
+// calls (the descriptors' parities).
+void zerocopy_calls(int ranks, Tally *tally) {
+  for (int blocks : {1, 3}) {
+    const size_t steps = kernels::kChunkBytes / 4 * 5 / 2 * blocks + 3;  // fp32: 2.5 chunks
+    std::vector<Call> calls;
+    int i = 0;
+    for (CollKind kind : {CollKind::kAllgather, CollKind::kReduceScatter, CollKind::kAlltoall}) {
+      for (bool in_place : {false, true}) {  // an alltoall in place runs pipelined
+        for (size_t count : {size_t{1}, size_t{1023}, steps}) {
+          ++i;
+          calls.push_back({kind, CollAlgo::kZeroCopy, DType::kFloat32, RedOp::kSum, count, 0,
+                           in_place, static_cast<size_t>(i % 3), i % 4 == 3 ? i % ranks : -1});
+          calls.push_back(
+              {CollKind::kAllgather, CollAlgo::kOneShot, DType::kInt32, RedOp::kSum, 33, 0, false});
+        }
+      }
+    }
+    for (int d = 0; d < kernels::kNumDTypes; ++d, ++i) {
+      calls.push_back({CollKind::kReduceScatter, CollAlgo::kZeroCopy, static_cast<DType>(d),
+                       static_cast<RedOp>(i % kernels::kNumRedOps), 4097, 0, i % 2 == 0,
+                       static_cast<size_t>(i % 2)});
+    }
+    run_calls(ranks, blocks, calls, 5000 + ranks * 10 + blocks, tally);
+  }
+}
+
 // Collectives of every kind, size and algorithm in a random order on one team, back to back
 // (a fast rank starts the next while a slow one still reads the last): the one-shot parity
 // and the end barrier must keep them apart.
@@ -299,7 +369,14 @@ void mixed_calls(int ranks, int n, uint64_t seed, Tally *tally) {
            rng() % 3 == 0};
     if (c.kind == CollKind::kBarrier) c.count = 0;
     const size_t bytes = c.count * dtype_size(c.dtype);
-    if (bytes <= kernels::kOneShotBytes && rng() % 2 == 0) c.algo = CollAlgo::kOneShot;
+    const bool zerocopy = c.kind == CollKind::kAllgather || c.kind == CollKind::kReduceScatter ||
+                          c.kind == CollKind::kAlltoall;
+    if (bytes <= kernels::kOneShotBytes && rng() % 2 == 0) {
+      c.algo = CollAlgo::kOneShot;
+    } else if (zerocopy && rng() % 2 == 0) {
+      c.algo = CollAlgo::kZeroCopy;
+      if (rng() % 4 == 0) c.unregistered = static_cast<int>(rng() % ranks);
+    }
     calls.push_back(c);
   }
   run_calls(ranks, 3, calls, seed, tally);
@@ -409,6 +486,7 @@ void run_collective_cases(const Options &options, Tally *tally) {
   for (int ranks : {1, 2, 3, 4}) small_calls(ranks, options, tally);
   for (int ranks : {2, 3}) larger_calls(ranks, tally);
   if (options.full) larger_calls(4, tally);
+  for (int ranks : {2, 3, 4}) zerocopy_calls(ranks, tally);
   mixed_calls(3, 40, 7, tally);
   mixed_calls(4, options.full ? 120 : 40, 8, tally);
   // Ranks drifting apart: a rank steps ahead of a slow peer and must wait where the windows

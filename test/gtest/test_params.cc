@@ -538,6 +538,29 @@ TEST_F(ParamsEnvTest, UnknownNameGetsTheNearestParameter) {
   EXPECT_EQ(params_validate_env(), COHORT_SUCCESS) << cohort_last_error();
 }
 
+// A name cut short or run long at a word boundary, from either end, names the parameters it
+// shares those words with, however far apart they are by edit distance.
+TEST_F(ParamsEnvTest, UnknownNameSharingWholeWordsNamesTheParameters) {
+  const struct {
+    const char *typed;
+    const char *meant;
+  } cases[] = {{"COHORT_SHM_MAILBOX", "COHORT_SHM_MAILBOX_BYTES"},
+               {"COHORT_COLL_ALGORITHM", "COHORT_COLL_ALGO"},
+               {"COHORT_DEBUG_LEVEL", "COHORT_DEBUG"},
+               {"COHORT_P2P", "COHORT_P2P_LEVEL"},
+               {"COHORT_ALGO", "COHORT_COLL_ALGO"}};
+  for (const auto &c : cases) {
+    UnknownVariable typo(c.typed, "1");
+    std::vector<ParamProblem> problems = params_check_env();
+    const ParamProblem *p = problem_of(problems, c.typed);
+    ASSERT_NE(p, nullptr) << c.typed;
+    EXPECT_TRUE(contains(p->message, "did you mean ")) << c.typed << ": " << p->message;
+    EXPECT_TRUE(contains(p->message, std::string(c.meant) + "?") ||
+                contains(p->message, std::string(c.meant) + " or"))
+        << c.typed << ": " << p->message;
+  }
+}
+
 TEST_F(ParamsEnvTest, ScriptVariablesAreNotProblems) {
   UnknownVariable prefix("COHORT_PREFIX", "/opt/cohort");
   UnknownVariable test("COHORT_TEST_SOMETHING_NEW", "x");

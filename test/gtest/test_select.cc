@@ -92,7 +92,9 @@ TEST(Selection, MemoryKindsSelectHostOrGpuAlgorithms) {
                        Collective::kReduceScatter, Collective::kAlltoall}) {
     EXPECT_EQ(chosen(s, c, (64 << 10) - 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot")
         << collective_name(c);
-    EXPECT_EQ(chosen(s, c, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "pipelined")
+    const bool zerocopy = c != Collective::kBroadcast && c != Collective::kReduce;
+    EXPECT_EQ(chosen(s, c, 64 << 10, 4, 1, COHORT_MEMORY_CUDA_DEVICE),
+              zerocopy ? "zerocopy" : "pipelined")
         << collective_name(c);
   }
   EXPECT_EQ(chosen(s, Collective::kBarrier, 0, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "flags");
@@ -134,7 +136,8 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
       {"gather@cuda-device=direct", "direct runs on host+cuda-host+cuda-managed memory only"},
       {"scatter=direct*2", "scatter direct runs on one channel only"},
       {"allreduce=tree",
-       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot, zerocopy)"},
+       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot, "
+       "zerocopy)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
       {"allreduce:4X-=direct", "'4X' is not a size"},
       {"allreduce:4096=direct", "a range is LO-HI"},

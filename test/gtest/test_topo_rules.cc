@@ -134,6 +134,25 @@ TEST(TopoRulesLimits, LargestHostAllowedRoundTrips) {
   EXPECT_EQ(to_xml(again), dump);
 }
 
+// A file past 4 MiB is refused before it is parsed; the largest host allowed, dumped, fits
+// well under it.
+TEST(TopoRulesLimits, FilesPastFourMiBAreRefusedUnread) {
+  Topology topo;
+  ASSERT_EQ(from_xml(pcie_tree_xml(rules::kMaxNodes), "big.xml", &topo), COHORT_SUCCESS)
+      << last_error();
+  EXPECT_LT(to_xml(topo).size(), size_t{2} << 20);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cohort_too_big_topology.xml").string();
+  {
+    std::ofstream out(path);
+    out << "<cohort_topology>" << std::string((4 << 20) + 1, ' ') << "</cohort_topology>\n";
+  }
+  std::string text;
+  EXPECT_EQ(xml_io::read_text_file("topology", path, &text), COHORT_ERR_INVALID_ARG);
+  EXPECT_NE(last_error().find("larger than 4 MiB"), std::string::npos) << last_error();
+  std::filesystem::remove(path);
+}
+
 // ------------------------------------------------------------------ DOCTYPE, entities
 
 // A 100 KB internal entity named 2000 times in one attribute expanded in quadratic time (9.6 s

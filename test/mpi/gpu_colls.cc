@@ -105,11 +105,13 @@ std::vector<char> host_result(cohort_team_t team, const Call &c, const std::vect
 
 // Device buffers of one call: the input, and the output (the input's buffer in place, with
 // the offsets cohort.h gives).
+// With --register, both allocations are registered with the team for the buffers' life.
 struct DeviceBuffers {
   void *in_base = nullptr, *out_base = nullptr;
   void *src = nullptr, *dst = nullptr;
   size_t out_bytes = 0;
-  DeviceBuffers(const Call &c, const std::vector<char> &in, bool in_place) {
+  std::unique_ptr<CaseRegistration> registration;
+  DeviceBuffers(cohort_team_t team, const Call &c, const std::vector<char> &in, bool in_place) {
     const size_t elem = elem_bytes(c.dtype);
     const size_t in_bytes = input_elems(c) * elem;
     out_bytes = output_elems(c) * elem;
@@ -134,8 +136,14 @@ struct DeviceBuffers {
     }
     CUDA_OK(cudaMemcpy(src, in.data(), in_bytes, cudaMemcpyHostToDevice));
     CUDA_OK(cudaDeviceSynchronize());
+    // The same number of registrations on every rank: an in-place call's one buffer twice.
+    const size_t out_room = out_base ? out_bytes + 16 + shift : room;
+    registration = std::make_unique<CaseRegistration>(
+        team, std::vector<std::pair<void *, size_t>>{{in_base, room},
+                                                     {out_base ? out_base : in_base, out_room}});
   }
   ~DeviceBuffers() {
+    registration.reset();
     cudaFree(in_base);
     cudaFree(out_base);
   }
@@ -185,7 +193,7 @@ void check_output(const Call &c, const DeviceBuffers &b, const std::vector<char>
 void check_case(cohort_team_t team, const Call &c, bool in_place, Mode mode, cudaStream_t stream) {
   const std::vector<char> in = make_input(c, 0);
   const std::vector<char> want = host_result(team, c, in);
-  DeviceBuffers buffers(c, in, in_place);
+  DeviceBuffers buffers(team, c, in, in_place);
   const std::string what = describe(c, in_place, mode);
   if (run_on_device(team, c, buffers, mode, stream)) check_output(c, buffers, want, what);
 }
@@ -278,7 +286,7 @@ void mixed_calls() {
     const std::vector<char> in = make_input(r.call, i);
     r.want = host_result(team, r.call, in);
     r.in_place = rand() % 3 == 0;
-    r.buffers = std::make_unique<DeviceBuffers>(r.call, in, r.in_place);
+    r.buffers = std::make_unique<DeviceBuffers>(team, r.call, in, r.in_place);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   srand(99 + g_rank);  // delays differ between ranks

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "test_support.h"
@@ -88,5 +89,39 @@ inline void compare(const char *what, cohort_dtype_t t, const std::vector<char> 
 // The scenarios of gpu_colls.cc.
 void collective_matrix();
 void mixed_calls();
+
+// --register 1: every rank registers its call's buffers (cohort_mem_register) for the case,
+// so large collectives run zero-copy; --register 2: rank 1 registers another buffer instead,
+// so every rank runs the same calls through the windows.  The registrations of one case,
+// deregistered by its destructor (before the buffers are freed).
+class CaseRegistration {
+ public:
+  // `buffers`: (allocation, bytes) pairs, the same number on every rank.
+  CaseRegistration(cohort_team_t team, const std::vector<std::pair<void *, size_t>> &buffers)
+      : team_(team) {
+    const int mode = opt_int("register", 0);
+    if (mode == 0) return;
+    if (mode == 2 && g_rank == 1) CUDA_OK(cudaMalloc(&other_, 256));
+    for (const auto &[buffer, bytes] : buffers) {
+      regs_.push_back(nullptr);
+      CHECK_STATUS(
+          cohort_mem_register(team, other_ ? other_ : buffer, other_ ? 256 : bytes, &regs_.back()),
+          COHORT_SUCCESS);
+    }
+  }
+  ~CaseRegistration() {
+    for (cohort_mem_reg_t reg : regs_) {
+      CHECK_STATUS(cohort_mem_deregister(team_, reg), COHORT_SUCCESS);
+    }
+    if (other_ != nullptr) cudaFree(other_);
+  }
+  CaseRegistration(const CaseRegistration &) = delete;
+  CaseRegistration &operator=(const CaseRegistration &) = delete;
+
+ private:
+  cohort_team_t team_;
+  std::vector<cohort_mem_reg_t> regs_;
+  void *other_ = nullptr;
+};
 
 }  // namespace mpi_test

@@ -46,38 +46,6 @@ bool device_allreduce(cohort_team_t team, Mode mode, const void *src, void *dst,
   return true;
 }
 
-// --register 1: every rank registers its call's buffers (cohort_mem_register) for the case,
-// so large allreduces run zero-copy; --register 2: rank 1 registers another buffer instead, so
-// every rank runs the same calls through the windows.  The registrations of one case.
-struct CaseRegistration {
-  CaseRegistration(cohort_team_t team, void *src, void *dst, size_t bytes) : team_(team) {
-    const int mode = opt_int("register", 0);
-    if (mode == 0) return;
-    if (mode == 2 && g_rank == 1) {
-      CUDA_OK(cudaMalloc(&other_, 256));
-      src = dst = other_;
-      bytes = 256;
-    }
-    for (void *buffer : {src, dst}) {
-      regs_.push_back(nullptr);
-      CHECK_STATUS(cohort_mem_register(team, buffer, bytes, &regs_.back()), COHORT_SUCCESS);
-    }
-  }
-  ~CaseRegistration() {
-    for (cohort_mem_reg_t reg : regs_) {
-      CHECK_STATUS(cohort_mem_deregister(team_, reg), COHORT_SUCCESS);
-    }
-    if (other_ != nullptr) cudaFree(other_);
-  }
-  CaseRegistration(const CaseRegistration &) = delete;
-  CaseRegistration &operator=(const CaseRegistration &) = delete;
-
- private:
-  cohort_team_t team_;
-  std::vector<cohort_mem_reg_t> regs_;
-  void *other_ = nullptr;
-};
-
 // One case: the device result (in place or not, in `mode`) against the host path's.
 void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t count, bool in_place,
                 Mode mode, cudaStream_t stream) {
@@ -101,7 +69,8 @@ void check_case(cohort_team_t team, cohort_dtype_t t, cohort_op_t op, size_t cou
            count, in_place ? "in place" : "out of place", mode_name(mode));
   {
     // Deregistered (its destructor) before the buffers are freed.
-    CaseRegistration registration(team, src_base, dst_base, bytes + 16 + offset);
+    CaseRegistration registration(
+        team, {{src_base, bytes + 16 + offset}, {dst_base, bytes + 16 + offset}});
     if (device_allreduce(team, mode, src, target, count, t, op, stream)) {
       CUDA_OK(cudaMemcpy(got.data(), target, bytes, cudaMemcpyDeviceToHost));
       compare(what, t, got, want, count);

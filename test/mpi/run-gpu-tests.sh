@@ -35,6 +35,10 @@ tests="1 allreduce
 4 allreduce --quick 1 --register 1 --offset 1
 3 allreduce --quick 1 --register 2
 4 allreduce --register 1 --big-log2 26
+2 collectives --quick 1 --register 1
+4 collectives --quick 1 --register 1 --offset 1
+3 collectives --quick 1 --register 2
+4 mixed --register 1
 2 abort
 4 abort --rank 1
 3 missing @COHORT_COLL_TIMEOUT=2"
