@@ -7,14 +7,20 @@
 #include "team/coll_front.h"
 
 namespace cohort {
+namespace {
+
+// `call`'s first check: the team usable (`usable`), and a device transport built in.
+Status registering(const char *call, Status usable, bool have_device) {
+  if (is_error(usable) || have_device) return usable;
+  return failf(COHORT_ERR_NOT_SUPPORTED, "%s: this Cohort was built without CUDA", call);
+}
+
+}  // namespace
 
 Status CollFront::register_buffer(void *buffer, size_t bytes, int *slot) {
-  Status s = usable_for("cohort_mem_register");
+  Status s =
+      registering("cohort_mem_register", usable_for("cohort_mem_register"), device_ != nullptr);
   if (is_error(s)) return s;
-  if (!device_) {
-    return fail(COHORT_ERR_NOT_SUPPORTED,
-                "cohort_mem_register: this Cohort was built without CUDA");
-  }
   if (s = device_->registrable(); is_error(s)) return s;
   const size_t record_bytes = device_->registration_record_bytes();
   std::vector<char> mine(record_bytes), all(record_bytes * info_.size);
@@ -30,12 +36,9 @@ Status CollFront::register_buffer(void *buffer, size_t bytes, int *slot) {
 }
 
 Status CollFront::deregister_buffer(int slot) {
-  Status s = usable_for("cohort_mem_deregister");
+  Status s =
+      registering("cohort_mem_deregister", usable_for("cohort_mem_deregister"), device_ != nullptr);
   if (is_error(s)) return s;
-  if (!device_) {
-    return fail(COHORT_ERR_NOT_SUPPORTED,
-                "cohort_mem_deregister: this Cohort was built without CUDA");
-  }
   // Every rank's kernels that read or wrote the buffers have ended before any rank returns
   // (the caller may free its buffer then).
   if (s = device_->quiesce(); is_error(s)) return s;
