@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/build_info.h"
+#include "core/cuda_driver.h"
 #include "perf_job.h"
 
 #if COHORT_HAVE_CUDA
@@ -51,8 +52,11 @@ std::string bind_local(int local_rank, GpuBinding *out, cudaUUID_t *uuid) {
   int gpus = 0;
   cudaError_t err = cudaGetDeviceCount(&gpus);
   if (err != cudaSuccess || gpus == 0) {
-    return "no CUDA device visible on host " + host_name() +
-           (err != cudaSuccess ? ": " + cuda_error("cudaGetDeviceCount", err) : "");
+    // Without a driver the runtime says "insufficient driver": say what is missing instead.
+    const std::string why = cuda_driver_version() == 0 ? ": no NVIDIA driver (libcuda.so.1)"
+                            : err != cudaSuccess ? ": " + cuda_error("cudaGetDeviceCount", err)
+                                                 : "";
+    return "no CUDA device visible on host " + host_name() + why;
   }
   out->device = local_rank % gpus;
   if ((err = cudaSetDevice(out->device)) != cudaSuccess) return cuda_error("cudaSetDevice", err);
