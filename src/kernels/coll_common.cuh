@@ -9,9 +9,9 @@
 //   finished call k and its reads of that parity.
 // - The chunk inboxes have no parity: a kernel that writes into a peer's inbox ends with
 //   end_barrier() after its own last read of its inbox, so the next call writes at once.
-// - The zero-copy descriptors have two parities, as the one-shot area; a zero-copy call writes into
-//   its peers' buffers and reads theirs, so it ends with end_barrier() too (the caller may
-//   reuse its buffers once the kernel ended).
+// - The zero-copy descriptors have two parities, as the one-shot area; a zero-copy call
+//   writes into its peers' buffers and reads theirs, so it ends with end_barrier() too (the
+//   caller may reuse its buffers once the kernel ended).
 #pragma once
 
 #include <cstddef>

@@ -63,9 +63,9 @@ struct CollArgs {
 int collective_blocks(const CollArgs &args);
 
 // cudaErrorInvalidValue (launching nothing) for arguments outside the contract: an unknown
-// kind, dtype, op or algorithm (kZeroCopy: allreduce, allgather, alltoall and reduce-scatter, on a
-// team with registrations), no elements, a root outside the team, a one-shot message over
-// kOneShotBytes, more ranks than kMaxLocalRanks.
+// kind, dtype, op or algorithm (kZeroCopy: allreduce, allgather, alltoall and reduce-scatter,
+// on a team with registrations), no elements, a root outside the team, a one-shot message
+// over kOneShotBytes, more ranks than kMaxLocalRanks.
 cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
 
 namespace detail {

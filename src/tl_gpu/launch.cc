@@ -44,18 +44,25 @@ Status too_big_for_oneshot(const tl::DeviceCall &call, size_t bytes) {
                coll::collective_name(call.collective), k::kOneShotBytes, bytes);
 }
 
-// Zero-copy (registered buffers) on a team that registered some, where the buffers of this rank
-// are found; two-shot on a team that never did (the same answer on every rank).
-k::AllreduceAlgo allreduce_algo(const k::DeviceTeam &team, const Registrations &registered,
-                                const tl::DeviceCall &call, k::AllreduceArgs *args) {
-  if (strcmp(call.algorithm, "oneshot") == 0) return k::AllreduceAlgo::kOneShot;
-  if (strcmp(call.algorithm, "zerocopy") != 0 || team.registered == nullptr) {
-    return k::AllreduceAlgo::kTwoShot;
+// The kernels' algorithm for the selection's choice: zero-copy only on a team that registered
+// buffers (the same answer on every rank), with where this rank's src and dst (of src_bytes
+// and dst_bytes) lie among its registrations.
+struct Choice {
+  bool oneshot = false;
+  bool zerocopy = false;
+  k::BufferRef src, dst;
+};
+
+Choice choose(const k::DeviceTeam &team, const Registrations &registered,
+              const tl::DeviceCall &call, size_t src_bytes, size_t dst_bytes) {
+  Choice c;
+  c.oneshot = strcmp(call.algorithm, "oneshot") == 0;
+  c.zerocopy = strcmp(call.algorithm, "zerocopy") == 0 && team.registered != nullptr;
+  if (c.zerocopy) {
+    c.src = registered.find(call.src, src_bytes);
+    c.dst = registered.find(call.dst, dst_bytes);
   }
-  const size_t bytes = call.count * k::dtype_size(args->dtype);
-  args->src_ref = registered.find(call.src, bytes);
-  args->dst_ref = registered.find(call.dst, bytes);
-  return k::AllreduceAlgo::kZeroCopy;
+  return c;
 }
 
 Status launch_allreduce(const k::DeviceTeam &team, const Registrations &registered,
@@ -67,30 +74,17 @@ Status launch_allreduce(const k::DeviceTeam &team, const Registrations &register
   args.count = call.count;
   args.dtype = static_cast<k::DType>(call.dtype);
   args.op = static_cast<k::RedOp>(call.op);
-  args.algo = allreduce_algo(team, registered, call, &args);
   const size_t bytes = call.count * k::dtype_size(args.dtype);
+  const Choice choice = choose(team, registered, call, bytes, bytes);
+  args.algo = choice.oneshot    ? k::AllreduceAlgo::kOneShot
+              : choice.zerocopy ? k::AllreduceAlgo::kZeroCopy
+                                : k::AllreduceAlgo::kTwoShot;
+  args.src_ref = choice.src;
+  args.dst_ref = choice.dst;
   if (args.algo == k::AllreduceAlgo::kOneShot && bytes > k::kOneShotBytes) {
     return too_big_for_oneshot(call, bytes);
   }
   return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
-}
-
-// Zero-copy where the selection chose it and the team registered buffers (the same answer on
-// every rank), with where this rank's buffers lie; else one-shot or pipelined as chosen.
-k::CollAlgo other_algo(const k::DeviceTeam &team, const Registrations &registered,
-                       const tl::DeviceCall &call, k::CollArgs *args) {
-  if (strcmp(call.algorithm, "oneshot") == 0) return k::CollAlgo::kOneShot;
-  if (strcmp(call.algorithm, "zerocopy") != 0 || team.registered == nullptr) {
-    return k::CollAlgo::kPipelined;
-  }
-  // Bytes of each buffer: a block per rank on the side that holds every rank's.
-  const size_t block = call.count * k::dtype_size(args->dtype);
-  const size_t all = block * static_cast<size_t>(team.size);
-  const bool gathers = args->kind == k::CollKind::kAllgather;
-  const bool scatters = args->kind == k::CollKind::kReduceScatter;
-  args->src_ref = registered.find(call.src, gathers ? block : all);
-  args->dst_ref = registered.find(call.dst, scatters ? block : all);
-  return k::CollAlgo::kZeroCopy;
 }
 
 Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
@@ -109,8 +103,17 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
   args.op = static_cast<k::RedOp>(call.op);
   const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
   args.root = static_cast<int>(root - local_ranks.begin());
-  args.algo = other_algo(team, registered, call, &args);
+  // Bytes of each buffer: a block per rank on the side that holds every rank's.
   const size_t bytes = call.count * k::dtype_size(args.dtype);
+  const size_t all = bytes * static_cast<size_t>(team.size);
+  const Choice choice =
+      choose(team, registered, call, args.kind == k::CollKind::kAllgather ? bytes : all,
+             args.kind == k::CollKind::kReduceScatter ? bytes : all);
+  args.algo = choice.oneshot    ? k::CollAlgo::kOneShot
+              : choice.zerocopy ? k::CollAlgo::kZeroCopy
+                                : k::CollAlgo::kPipelined;
+  args.src_ref = choice.src;
+  args.dst_ref = choice.dst;
   if (args.algo == k::CollAlgo::kOneShot && bytes > k::kOneShotBytes) {
     return too_big_for_oneshot(call, bytes);
   }
