@@ -11,7 +11,7 @@
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup-debian.sh"
-"$top/contrib/build.sh" "$top/build"
+"$top/contrib/build.sh" "$top/build" $("$top/contrib/local-arch.sh")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export COHORT_DEBUG="${COHORT_DEBUG:-WARN}"

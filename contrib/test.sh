@@ -5,7 +5,7 @@
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/setup-debian.sh"
-"$top/contrib/build.sh" "$top/build"
+"$top/contrib/build.sh" "$top/build" $("$top/contrib/local-arch.sh")
 "$top/contrib/build.sh" "$top/build-asan" --enable-sanitizers --without-cuda
 set +e
 (cd "$top/build" && make -j2 check >check.out 2>&1)

@@ -18,6 +18,7 @@
 #include "core/build_info_text.h"
 #include "core/params.h"
 #include "tl/registry.h"
+#include "tl_gpu/window_memory.h"
 #include "device_check.h"
 #include "tool_version.h"
 #include "topo/bandwidth.h"
@@ -38,7 +39,7 @@ constexpr int kMaxHosts = 1 << 20;
 void usage(FILE *out) {
   fprintf(out,
           "usage: cohort_info [--build] [--params] [--testing-params] [--algorithms]\n"
-          "                   [--device-check]\n"
+          "                   [--device-check] [--gpu-memory]\n"
           "                   [--topo [--topo-file F] [--nodes N] [--p2p-level LEVEL]]\n"
           "       cohort_info --version\n"
           "  --build            version and build configuration\n"
@@ -47,6 +48,8 @@ void usage(FILE *out) {
           "  --algorithms       every collective algorithm (schedule) Cohort has, the memory it\n"
           "                     runs on, the selection table, and the transports\n"
           "  --device-check     launch a verify kernel on every visible GPU\n"
+          "  --gpu-memory       the device memory a GPU team takes per rank, per peer and per\n"
+          "                     peer per block, by local rank count\n"
           "  --topo             this host's topology, the paths between its GPUs and NICs, the\n"
           "                     rings over all its GPUs and the bandwidth model\n"
           "  --topo-file F      --topo for the topology in XML file F instead of this host\n"
@@ -249,11 +252,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   bool build = false, params = false, device = false, topo = false, algorithms = false,
-       testing = false;
+       testing = false, gpu_memory = false;
   TopoArgs topo_args;
   static const option options[] = {{"build", no_argument, nullptr, 'b'},
                                    {"params", no_argument, nullptr, 'p'},
                                    {"device-check", no_argument, nullptr, 'd'},
+                                   {"gpu-memory", no_argument, nullptr, 'g'},
                                    {"algorithms", no_argument, nullptr, 'a'},
                                    {"topo", no_argument, nullptr, 't'},
                                    {"topo-file", required_argument, nullptr, 'f'},
@@ -263,12 +267,13 @@ int main(int argc, char **argv) {
                                    {"help", no_argument, nullptr, 'h'},
                                    {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "bpdatTf:n:l:h", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "bpdgatTf:n:l:h", options, nullptr)) != -1) {
     switch (c) {
       case 'b': build = true; break;
       case 'p': params = true; break;
       case 'T': testing = true; break;
       case 'd': device = true; break;
+      case 'g': gpu_memory = true; break;
       case 'a': algorithms = true; break;
       case 't': topo = true; break;
       case 'f':
@@ -300,7 +305,9 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 1;
   }
-  if (!build && !params && !device && !topo && !algorithms && !testing) build = params = true;
+  if (!build && !params && !device && !topo && !algorithms && !testing && !gpu_memory) {
+    build = params = true;
+  }
   if (build) printf("%s", cohort::build_description().c_str());
   bool params_ok = !params || print_params();
   if (testing) {
@@ -308,6 +315,7 @@ int main(int argc, char **argv) {
     print_param_table(cohort::testing_param_table());
   }
   if (algorithms && print_algorithms() != 0) return 1;
+  if (gpu_memory) printf("%s", cohort::tl_gpu::describe_window_memory().c_str());
   if (topo) {
     int rc = print_topology(topo_args);
     if (rc != 0) return rc;

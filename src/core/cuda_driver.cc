@@ -21,7 +21,7 @@ constexpr unsigned kMemoryTypeDevice = 2;          // CU_MEMORYTYPE_DEVICE
 
 using CuInit = CuResult (*)(unsigned);
 using CuDeviceGetCount = CuResult (*)(int *);
-using CuPointerGetAttribute = CuResult (*)(void *, CuPointerAttribute, uintptr_t);
+using CuPointerGetAttributes = CuResult (*)(unsigned, CuPointerAttribute *, void **, uintptr_t);
 using CuCtxGetCurrent = CuResult (*)(void **);
 using CuDriverGetVersion = CuResult (*)(int *);
 
@@ -33,19 +33,21 @@ class HostOnly final : public MemoryKindDetector {
 
 class CudaDriver final : public MemoryKindDetector {
  public:
-  CudaDriver(CuPointerGetAttribute get, CuCtxGetCurrent current) : get_(get), current_(current) {}
+  CudaDriver(CuPointerGetAttributes get, CuCtxGetCurrent current) : get_(get), current_(current) {}
 
-  // Memory the driver does not know (pageable host memory) makes the query fail: host.
+  // One query for both attributes.  Memory the driver does not know (pageable host memory)
+  // reads as type 0 with success, not as an error (cuPointerGetAttribute's error there is what
+  // compute-sanitizer reports as an API error on every host-buffer call): host.
   cohort_memory_kind_t kind_of(const void *buffer) override {
     if (buffer == nullptr || !thread_has_context()) return COHORT_MEMORY_HOST;
-    unsigned type = 0;
-    if (get_(&type, kAttrMemoryType, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
+    unsigned type = 0, managed = 0;
+    CuPointerAttribute attributes[] = {kAttrMemoryType, kAttrIsManaged};
+    void *values[] = {&type, &managed};
+    if (get_(2, attributes, values, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
       return COHORT_MEMORY_HOST;
     }
     if (type == kMemoryTypeHost) return COHORT_MEMORY_CUDA_HOST;
     if (type != kMemoryTypeDevice) return COHORT_MEMORY_HOST;
-    unsigned managed = 0;
-    get_(&managed, kAttrIsManaged, reinterpret_cast<uintptr_t>(buffer));
     return managed ? COHORT_MEMORY_CUDA_MANAGED : COHORT_MEMORY_CUDA_DEVICE;
   }
 
@@ -55,7 +57,7 @@ class CudaDriver final : public MemoryKindDetector {
   }
 
  private:
-  CuPointerGetAttribute get_;
+  CuPointerGetAttributes get_;
   CuCtxGetCurrent current_;
 };
 
@@ -66,7 +68,7 @@ MemoryKindDetector &default_detector() {
     if (lib == nullptr) return new HostOnly;
     auto init = reinterpret_cast<CuInit>(dlsym(lib, "cuInit"));
     auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(lib, "cuDeviceGetCount"));
-    auto get = reinterpret_cast<CuPointerGetAttribute>(dlsym(lib, "cuPointerGetAttribute"));
+    auto get = reinterpret_cast<CuPointerGetAttributes>(dlsym(lib, "cuPointerGetAttributes"));
     auto current = reinterpret_cast<CuCtxGetCurrent>(dlsym(lib, "cuCtxGetCurrent"));
     int devices = 0;
     if (init == nullptr || count == nullptr || get == nullptr || current == nullptr ||

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/params.h"
 #include "kernels/device_team.h"
 #include "tl_gpu/cuda_call.h"
 #include "tl_gpu/device_memory.h"
 #include "tl_gpu/launch.h"
 #include "tl_gpu/registrations.h"
+#include "tl_gpu/window_memory.h"
 
 namespace cohort::tl_gpu {
 namespace {
@@ -226,6 +228,12 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   char *control = control_.device();
   team_.fault = reinterpret_cast<volatile k::DeviceFault *>(control + offsetof(Control, fault));
   active_ = true;
+  const WindowMemory memory = window_memory(local_size);
+  COHORT_LOG_INFO(INIT,
+                  "GPU %d: window of %.2f MiB for %d local ranks (%.2f MiB per peer, %.1f KiB "
+                  "per peer per block), %d blocks per kernel",
+                  device_, memory.total / 1048576.0, local_size, memory.per_peer / 1048576.0,
+                  memory.per_block / 1024.0, team_.max_blocks);
   return COHORT_SUCCESS;
 }
 

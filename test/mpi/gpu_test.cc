@@ -249,7 +249,7 @@ void registration() {
   CHECK(got == want, "registered allreduce in place: results differ from the host path");
   CHECK_STATUS(cohort_mem_deregister(team, reg), COHORT_SUCCESS);
   s = cohort_mem_deregister(team, reg);
-  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "twice"),
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "not a live registration"),
         "deregistered twice: %s: %s", cohort_status_string(s), cohort_last_error());
   cudaFree(device);
   if (g_rank == 0) printf("registration: refusals named, registered allreduce right\n");

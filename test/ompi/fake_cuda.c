@@ -227,17 +227,22 @@ CUresult cuMemcpy_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   return kSuccess;
 }
 
-CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+/* As the real driver: memory it does not know (pageable) reads as type 0 and not managed,
+ * with success. */
+CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data, CUdeviceptr ptr) {
   if (!g_initialized) return kNotInitialized;
-  if (data == NULL) return kInvalidValue;
+  if (attributes == NULL || data == NULL) return kInvalidValue;
   Allocation a;
-  if (!find((const void *)(uintptr_t)ptr, &a)) return kInvalidValue; /* pageable memory */
-  if (attribute == kAttrMemoryType) {
-    *(unsigned *)data = a.is_device ? kMemoryTypeDevice : kMemoryTypeHost;
-  } else if (attribute == kAttrIsManaged) {
-    *(unsigned *)data = 0;
-  } else {
-    return kInvalidValue;
+  int known = find((const void *)(uintptr_t)ptr, &a);
+  for (unsigned i = 0; i < count; ++i) {
+    if (data[i] == NULL) return kInvalidValue;
+    if (attributes[i] == kAttrMemoryType) {
+      *(unsigned *)data[i] = !known ? 0 : a.is_device ? kMemoryTypeDevice : kMemoryTypeHost;
+    } else if (attributes[i] == kAttrIsManaged) {
+      *(unsigned *)data[i] = 0;
+    } else {
+      return kInvalidValue;
+    }
   }
   return kSuccess;
 }
