@@ -272,6 +272,11 @@ std::string measure_copy_bandwidth(MPI_Comm comm, const GpuBinding &gpu, CopyBan
   return "";
 }
 
+size_t gpu_free_bytes() {
+  size_t free = 0, total = 0;
+  return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;
+}
+
 #else  // !COHORT_HAVE_CUDA
 
 std::string bind_gpu(MPI_Comm comm, GpuBinding *) {
@@ -291,6 +296,8 @@ std::string StreamGraph::launch(void *) { return "this Cohort was built without 
 std::string measure_copy_bandwidth(MPI_Comm, const GpuBinding &, CopyBandwidth *) {
   return "this Cohort was built without CUDA";
 }
+
+size_t gpu_free_bytes() { return 0; }
 
 #endif  // COHORT_HAVE_CUDA
 

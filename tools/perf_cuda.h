@@ -63,4 +63,8 @@ struct CopyBandwidth {
 // wait; every rank gets the slowest GPU's.  "" or why not.
 std::string measure_copy_bandwidth(MPI_Comm comm, const GpuBinding &gpu, CopyBandwidth *out);
 
+// The free memory of this rank's GPU (cudaMemGetInfo): every process's allocations on it
+// count, so ranks sharing a GPU measure one at a time.  0 without CUDA or on an error.
+size_t gpu_free_bytes();
+
 }  // namespace cohort::perf

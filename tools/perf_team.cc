@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "core/gpu_identity.h"
 #include "perf_cuda.h"
 #include "perf_json.h"
+#include "perf_memory.h"
 #include "perf_nccl.h"
 #include "perf_progress.h"
 
@@ -135,6 +138,76 @@ NcclTimings time_nccl(const TeamCreateOptions &opt, const GpuBinding &gpu) {
   return t;
 }
 
+// -m cuda: the device memory a team takes by its first allreduce, and an NCCL communicator
+// (--vs-nccl), as its GPU's free memory drops: each GPU's lowest rank measures before the
+// creation and after every rank's allreduce is done; the most over the GPUs, in MiB (a GPU's
+// ranks together).  -1 where it did not run.
+struct MemoryUse {
+  double team_mib = -1;
+  double nccl_mib = -1;
+};
+
+// Collective: create runs on every rank, then one 1-element allreduce on `memory`; the drop
+// in free memory per GPU then; release() after.  -1 when a step failed on some rank.
+double memory_taken_mib(const GpuBinding &gpu, SweepMemory *memory,
+                        const std::function<bool()> &create,
+                        const std::function<bool(const Call &)> &allreduce,
+                        const std::function<void()> &release) {
+  Call call;
+  call.send = memory->buffers().input;
+  call.recv = memory->buffers().output;
+  call.count = 1;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double before = gpu.gpu_leader ? static_cast<double>(gpu_free_bytes()) : 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  int ok = create() ? 1 : 0;
+  if (ok) ok = allreduce(call) && memory->synchronize().empty();
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const double after = gpu.gpu_leader ? static_cast<double>(gpu_free_bytes()) : 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  release();
+  double drop = gpu.gpu_leader && before > 0 ? (before - after) / 1048576.0 : 0, most = 0;
+  MPI_Allreduce(&drop, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return all ? most : -1;
+}
+
+MemoryUse measure_memory(const cohort_team_config_t &config, const GpuBinding &gpu,
+                         bool with_nccl) {
+  MemoryUse use;
+  std::unique_ptr<SweepMemory> memory = make_device_memory();
+  if (!memory || !first_error(MPI_COMM_WORLD, memory->allocate(256)).empty()) return use;
+  cohort_team_t team = nullptr;
+  use.team_mib = memory_taken_mib(
+      gpu, memory.get(),
+      [&] { return check(cohort_team_create_mpi(MPI_COMM_WORLD, &config, &team), "team create"); },
+      [&](const Call &call) { return check(memory->run(team, call), "allreduce"); },
+      [&] {
+        if (team != nullptr) cohort_team_destroy(team);
+      });
+  if (!with_nccl) return use;
+  std::string why;
+  std::unique_ptr<Nccl> nccl = load_nccl_for_job(MPI_COMM_WORLD, gpu.ranks_per_gpu, &why);
+  if (!nccl) return use;
+  use.nccl_mib = memory_taken_mib(
+      gpu, memory.get(), [&] { return nccl->init(MPI_COMM_WORLD).empty(); },
+      [&](const Call &call) { return nccl->allreduce(call, memory->stream()).empty(); },
+      [&] { nccl->destroy(); });
+  return use;
+}
+
+void print_memory(const MemoryUse &use) {
+  if (use.team_mib < 0) return;
+  printf("# device memory by the first allreduce (the GPU's free memory, cudaMemGetInfo): team "
+         "%.1f MiB",
+         use.team_mib);
+  if (use.nccl_mib > 0) {
+    printf(", NCCL communicator %.1f MiB: Cohort / NCCL %.3f", use.nccl_mib,
+           use.team_mib / use.nccl_mib);
+  }
+  printf("\n");
+}
+
 void print_row(const char *operation, int ranks, const Stats &s) {
   printf("  %-14s %6d %11.3f %11.3f %11.3f\n", operation, ranks, s.min_ms, s.median_ms, s.max_ms);
 }
@@ -156,7 +229,8 @@ void print_nccl(const Timings &t, const NcclTimings &nccl) {
          cohort_median, nccl_median, cohort_median / nccl_median);
 }
 
-void print_results(const Timings &t, const NcclTimings *nccl, int ranks) {
+void print_results(const Timings &t, const NcclTimings *nccl, const MemoryUse &memory,
+                   int ranks) {
   printf("# %-14s %6s %11s %11s %11s\n", "operation", "ranks", "min (ms)", "median (ms)",
          "max (ms)");
   print_row("team-create", ranks, stats_of(t.create_ms));
@@ -170,6 +244,7 @@ void print_results(const Timings &t, const NcclTimings *nccl, int ranks) {
   printf("# team-create median over %zu iterations (slowest rank each): %.3f ms\n",
          t.create_ms.size(), stats_of(t.create_ms).median_ms);
   if (nccl != nullptr) print_nccl(t, *nccl);
+  print_memory(memory);
 }
 
 nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
@@ -180,7 +255,7 @@ nlohmann::ordered_json stats_json(const std::vector<double> &ms) {
 }
 
 bool write_json(const TeamCreateOptions &opt, const Timings &t, const NcclTimings *nccl,
-                const Job &job) {
+                const MemoryUse &memory, const Job &job) {
   nlohmann::ordered_json doc = json_header("team-create", job);
   doc["iterations"] = opt.iterations;
   doc["host_only"] = opt.host_only;
@@ -193,6 +268,7 @@ bool write_json(const TeamCreateOptions &opt, const Timings &t, const NcclTiming
   for (size_t p = 0; p < t.phase_ms.size(); ++p)
     phases[t.phase_names[p]] = stats_json(t.phase_ms[p]);
   doc["phases_ms"] = std::move(phases);
+  if (memory.team_mib >= 0) doc["device_memory_mib"] = json_rounded(memory.team_mib, 3);
   if (nccl != nullptr && !nccl->skipped.empty()) doc["nccl_skipped"] = nccl->skipped;
   if (nccl != nullptr && nccl->skipped.empty()) {
     const double cohort_median = stats_of(t.create_ms).median_ms;
@@ -203,6 +279,7 @@ bool write_json(const TeamCreateOptions &opt, const Timings &t, const NcclTiming
                    {"init_ms", stats_json(nccl->init_ms)},
                    {"ratio_first", json_rounded(t.first_create_ms / nccl->first_ms, 6)},
                    {"ratio_median", json_rounded(cohort_median / nccl_median, 6)}};
+    if (memory.nccl_mib > 0) doc["nccl"]["device_memory_mib"] = json_rounded(memory.nccl_mib, 3);
   }
   return write_json_file(opt.json, doc);
 }
@@ -234,11 +311,13 @@ int run_team_create(const TeamCreateOptions &opt, const Job &job) {
   }
   NcclTimings nccl;
   if (opt.vs_nccl) nccl = time_nccl(opt, gpu);
+  MemoryUse memory;
+  if (opt.cuda) memory = measure_memory(config, gpu, opt.vs_nccl && nccl.skipped.empty());
   progress_clear();
   if (job.rank != 0) return 0;
   const NcclTimings *compared = opt.vs_nccl ? &nccl : nullptr;
-  print_results(timings, compared, job.ranks);
-  return opt.json.empty() || write_json(opt, timings, compared, job) ? 0 : 1;
+  print_results(timings, compared, memory, job.ranks);
+  return opt.json.empty() || write_json(opt, timings, compared, memory, job) ? 0 : 1;
 }
 
 }  // namespace cohort::perf
