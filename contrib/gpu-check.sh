@@ -59,8 +59,8 @@ component_checks() {
   for mode in "device 2" "device 4" "mixed 4"; do
     set -- $mode
     name=component; run "ctest np=$2 on $1 memory through the component (MPS, verbose 3)" \
-      env COHORT_ALLOW_SHARED_GPU=1 COLL_TEST_MEMORY=$1 mpirun -np $2 -x COHORT_ALLOW_SHARED_GPU \
-      -x COLL_TEST_MEMORY "${mca[@]}" --mca coll_cohort_host 1 --mca coll_cohort_verbose 3 \
+      env COHORT_ALLOW_SHARED_GPU=1 COLL_TEST_MEMORY=$1 mpirun -np $2 \
+      "${mca[@]}" --mca coll_cohort_host 1 --mca coll_cohort_verbose 3 \
       --output-filename "$results/ctest-$1$2" "$PWD/$build/extra/ctest"
     name=component; run "ctest np=$2 $1: 0 wrong, no unstaged device buffer in Open MPI" bash -c "\
       cat $results/ctest-$1$2/1/rank.*/stdout | grep -q 'summary: 0 wrong' && \
@@ -71,7 +71,7 @@ component_checks() {
   # serves on the GPU: within 5% at 1 MiB and 2 us at 8 B is the target.
   for coll in allreduce bcast reduce allgather reduce_scatter_block alltoall barrier; do
     name=overhead; run "component vs API np=4 device $coll" env COHORT_ALLOW_SHARED_GPU=1 \
-      mpirun -np 4 -x COHORT_ALLOW_SHARED_GPU "${mca[@]}" "$PWD/$build/extra/overhead" -m device \
+      mpirun -np 4 "${mca[@]}" "$PWD/$build/extra/overhead" -m device \
       -c $coll -s 8,1048576 -n 200
   done
   source .devrt/mps.sh stop

@@ -198,9 +198,10 @@ MemoryUse measure_memory(const cohort_team_config_t &config, const GpuBinding &g
 
 void print_memory(const MemoryUse &use) {
   if (use.team_mib < 0) return;
-  printf("# device memory by the first allreduce (the GPU's free memory, cudaMemGetInfo): team "
-         "%.1f MiB",
-         use.team_mib);
+  printf(
+      "# device memory by the first allreduce (the GPU's free memory, cudaMemGetInfo): team "
+      "%.1f MiB",
+      use.team_mib);
   if (use.nccl_mib > 0) {
     printf(", NCCL communicator %.1f MiB: Cohort / NCCL %.3f", use.nccl_mib,
            use.team_mib / use.nccl_mib);
@@ -229,8 +230,7 @@ void print_nccl(const Timings &t, const NcclTimings &nccl) {
          cohort_median, nccl_median, cohort_median / nccl_median);
 }
 
-void print_results(const Timings &t, const NcclTimings *nccl, const MemoryUse &memory,
-                   int ranks) {
+void print_results(const Timings &t, const NcclTimings *nccl, const MemoryUse &memory, int ranks) {
   printf("# %-14s %6s %11s %11s %11s\n", "operation", "ranks", "min (ms)", "median (ms)",
          "max (ms)");
   print_row("team-create", ranks, stats_of(t.create_ms));

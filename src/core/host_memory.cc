@@ -36,7 +36,7 @@ const DriverCopies &driver() {
     if (lib == nullptr) return out;
     out.host_alloc = reinterpret_cast<CuMemHostAlloc>(dlsym(lib, "cuMemHostAlloc"));
     out.free_host = reinterpret_cast<CuMemFreeHost>(dlsym(lib, "cuMemFreeHost"));
-    out.memcpy = reinterpret_cast<CuMemcpy>(dlsym(lib, "cuMemcpy_v2"));
+    out.memcpy = reinterpret_cast<CuMemcpy>(dlsym(lib, "cuMemcpy"));
     return out;
   }();
   return d;
@@ -112,6 +112,9 @@ cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes) {
   if (!needs_driver(dst) && !needs_driver(src)) {
     std::memcpy(dst, src, bytes);
     return COHORT_SUCCESS;
+  }
+  if (driver().memcpy == nullptr) {
+    return fail(COHORT_ERR_CUDA, "cohort_memcpy: the CUDA driver (libcuda.so.1) has no cuMemcpy");
   }
   if (driver().memcpy(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes) !=
       kCudaSuccess) {

@@ -142,7 +142,7 @@ static void open_device(void) {
   load_symbol(lib, "cuCtxSetCurrent", &cu.ctx_set_current);
   load_symbol(lib, "cuMemAlloc_v2", &cu.mem_alloc);
   load_symbol(lib, "cuMemFree_v2", &cu.mem_free);
-  load_symbol(lib, "cuMemcpy_v2", &cu.memcpy);
+  load_symbol(lib, "cuMemcpy", &cu.memcpy);
   int r, count = 0, device = 0;
   void *context = NULL;
   if ((r = cu.init(0)) != 0) device_failed("cuInit", r);
@@ -166,7 +166,7 @@ static void device_free(void *p) {
 
 static void device_copy(void *to, const void *from, size_t bytes) {
   int r = cu.memcpy((DevicePtr)(uintptr_t)to, (DevicePtr)(uintptr_t)from, bytes);
-  if (r != 0) device_failed("cuMemcpy_v2", r);
+  if (r != 0) device_failed("cuMemcpy", r);
 }
 
 /* What MPI_COMM_WORLD's call gets for the `bytes` at host: a device copy of them where this

@@ -2,7 +2,7 @@
  * LD_LIBRARY_PATH) for testing device buffers on a machine without a GPU.  Its "device
  * memory" is a memfd mapped twice: once PROT_NONE, the address the program gets (so any CPU
  * access, by Open MPI or by Cohort, faults exactly as device memory does under an MPI that is
- * not CUDA-aware), and once read-write, the backing that cuMemcpy_v2 copies to and from.
+ * not CUDA-aware), and once read-write, the backing that cuMemcpy copies to and from.
  *
  * It has what Cohort asks of the driver (src/core/cuda_driver.cc, src/core/host_memory.cc) and
  * what a test program needs to make device buffers the way it would on a real GPU (the
@@ -219,7 +219,7 @@ static char *cpu_view(CUdeviceptr p, size_t bytes) {
   return a.backing + (c - a.device);
 }
 
-CUresult cuMemcpy_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   if (bytes == 0) return kSuccess;
   char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
   if (d == NULL || s == NULL) return kInvalidValue;
