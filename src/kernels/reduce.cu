@@ -80,8 +80,12 @@ int blocks_per_sm(const void *kernel, std::atomic<int> *cache, int threads) {
   return per_sm;
 }
 
-// The grid for `bytes` of output: one 16-byte pack per thread at least, at most one full
-// wave of resident blocks (the kernels loop over the rest).
+// Waves of resident blocks a grid holds at most (the kernels loop over the rest).  c = a + b
+// over 1 GiB on an H100: one wave 97.2% of cudaMemcpy (fp32), four 98.2%; bf16 97.4% and 99.4%.
+constexpr int kWaves = 4;
+
+// The grid for `bytes` of output: one 16-byte pack per thread at least, at most kWaves
+// waves of resident blocks.
 cudaError_t grid_for(const void *kernel, std::atomic<int> *cache, const LaunchShape &shape,
                      size_t bytes, dim3 *grid, dim3 *block) {
   const int threads = shape.threads > 0 ? shape.threads : kDefaultThreads;
@@ -93,7 +97,8 @@ cudaError_t grid_for(const void *kernel, std::atomic<int> *cache, const LaunchSh
       err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (err != cudaSuccess) return err;
     const size_t wanted = (bytes / detail::kPackBytes + threads - 1) / threads;
-    const size_t resident = static_cast<size_t>(sms) * blocks_per_sm(kernel, cache, threads);
+    const size_t resident =
+        static_cast<size_t>(kWaves) * sms * blocks_per_sm(kernel, cache, threads);
     blocks = static_cast<int>(wanted < 1 ? 1 : wanted < resident ? wanted : resident);
   }
   *grid = dim3(static_cast<unsigned>(blocks));

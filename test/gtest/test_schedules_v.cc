@@ -211,6 +211,39 @@ TEST(VSchedules, DataMovementPlacesEveryBlockAndLeavesTheGaps) {
   }
 }
 
+// In place, alltoallv's first step copies its input to scratch: only the span its non-empty
+// blocks cover.  The Open MPI component stages exactly that span of a GPU buffer, so an
+// element before the first block (or at an empty block's displacement past the last) lies
+// outside the staged copy: reading it crashed a staged MPI_Alltoallv on an H100.
+TEST(VSchedules, AlltoallvInPlaceCopiesOnlyItsBlocks) {
+  const size_t counts[3] = {4, 0, 2}, displs[3] = {10, 90, 20};
+  std::vector<Value> buffer(100);
+  CollCall call;
+  call.collective = Collective::kAlltoallv;
+  call.dtype = COHORT_INT64;
+  call.src = buffer.data();
+  call.dst = buffer.data();
+  call.arrays.recv_counts = counts;
+  call.arrays.recv_displs = displs;
+  CollArgs args;
+  args.collective = call.collective;
+  args.rank = 0;
+  args.size = 3;
+  args.elem_size = sizeof(Value);
+  ASSERT_EQ(check_vcall(call, &args), COHORT_SUCCESS) << last_error();
+  ASSERT_TRUE(args.in_place);
+  auto algorithm = find_algorithm(call.collective, "pairwise")->make(args);
+  std::vector<Action> first;
+  algorithm->step(0, &first);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].verb, Verb::kCopy);
+  EXPECT_EQ(first[0].src.buffer, Buffer::kSrc);
+  EXPECT_EQ(first[0].src.offset, 10u) << "from the first non-empty block";
+  EXPECT_EQ(first[0].src.count, 12u) << "to the end of the last non-empty block (22)";
+  EXPECT_EQ(first[0].dst.offset, 10u);
+  EXPECT_GE(algorithm->scratch_count(), 22u);
+}
+
 // Blocks of any size around rings in any order: rank r gets op over every rank's block r.
 void run_reduce_scatterv(int n, cohort_op_t op, bool in_place, std::mt19937 &rng) {
   SCOPED_TRACE("reduce_scatterv n=" + std::to_string(n) + " op=" + std::to_string(op) +
