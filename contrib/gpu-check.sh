@@ -74,6 +74,12 @@ component_checks() {
       mpirun -np 4 "${mca[@]}" "$PWD/$build/extra/overhead" -m device \
       -c $coll -s 8,1048576 -n 200
   done
+  # The same without the per-call memory-kind agreement: its share of the difference.
+  for coll in allreduce bcast; do
+    name=overhead; run "component vs API np=4 device $coll, uniform memory (no agreement)" \
+      env COHORT_ALLOW_SHARED_GPU=1 mpirun -np 4 "${mca[@]}" --mca coll_cohort_uniform_memory 1 \
+      "$PWD/$build/extra/overhead" -m device -c $coll -s 8,1048576 -n 200
+  done
   source .devrt/mps.sh stop
   [ "${GPU_CHECK_BENCH:-1}" = 1 ] || return 0  # GPU_CHECK_BENCH=0: no side-by-side bench
   for coll in allreduce bcast allgather; do

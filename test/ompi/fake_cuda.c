@@ -187,25 +187,38 @@ CUresult cuMemFree_v2(CUdeviceptr ptr) {
   return kSuccess;
 }
 
+/* Page-locked memory between two PROT_NONE guard pages, so that an access before a staged
+ * copy (or past its last page) faults here as it may on a real driver, whose pinned blocks
+ * border unmapped memory (a staged MPI_Alltoallv read before its copy and crashed on a GPU
+ * only). */
 CUresult cuMemHostAlloc(void **out, size_t bytes, unsigned flags) {
   (void)flags;
   if (t_current == NULL) return kInvalidContext;
   if (out == NULL) return kInvalidValue;
-  void *p = NULL;
-  if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) return kOutOfMemory;
-  Allocation a = {p, p, bytes ? bytes : 1, 0, 0};
-  if (!remember(a)) {
-    free(p);
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t inner = ((bytes ? bytes : 1) + page - 1) / page * page;
+  char *base = mmap(NULL, inner + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return kOutOfMemory;
+  if (mprotect(base + page, inner, PROT_READ | PROT_WRITE) != 0) {
+    munmap(base, inner + 2 * page);
     return kOutOfMemory;
   }
-  *out = p;
+  /* Flush against the front guard: the bytes after the block up to the page end stay
+   * readable, the bytes before it do not. */
+  Allocation a = {base + page, base + page, bytes ? bytes : 1, inner, 0};
+  if (!remember(a)) {
+    munmap(base, inner + 2 * page);
+    return kOutOfMemory;
+  }
+  *out = a.device;
   return kSuccess;
 }
 
 CUresult cuMemFreeHost(void *p) {
   Allocation a;
   if (!forget(p, 0, &a)) return kInvalidValue;
-  free(a.backing);
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  munmap(a.backing - page, a.mapped + 2 * page);
   return kSuccess;
 }
 
