@@ -3,7 +3,8 @@
 // rank's.  Rank 0 prints the first team, then min / median / max of creation, destruction and
 // each creation phase.  With -m cuda every rank first binds its GPU (perf_cuda.h); with
 // --vs-nccl, NCCL's communicator creation (ncclGetUniqueId + ncclCommInitRank) is timed after
-// Cohort's teams, the first one and the median, against Cohort's.
+// Cohort's teams, the first one and the median, against Cohort's.  With -m cuda, one more team
+// (and NCCL communicator) gives the device memory it takes by its first allreduce.
 #pragma once
 
 #include <string>

@@ -216,7 +216,8 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   Placement where = placement(pointers, route.buffers.count, cohort_memory_kind);
   // The GPU only when every rank is on it: a blocking call agrees on that; a nonblocking one
   // cannot wait for the others to start, so it always takes the host route.  A barrier has no
-  // buffers on any rank: nothing to agree on (the agreement cost it 6 us of its 8 at 4 ranks).
+  // buffers on any rank: nothing to agree on (with the agreement, a barrier through the
+  // component took 9.7 us against Cohort's 1.7 at 4 ranks on an H100).
   const bool on_gpu = where == Placement::kDevice;
   const bool all_on_gpu = !nonblocking && route.call.kind() != COLL_COHORT_BARRIER &&
                           state->all_on_device(route.id, on_gpu);

@@ -1,6 +1,6 @@
 // What a GPU team's device memory holds, per rank, as a function of its local rank count
-// (kernels/device_team.h lays the window out): for cohort_info --gpu-memory and the team's
-// init report.  Needs no CUDA.
+// (kernels/device_team.h lays the window out): for cohort_info --gpu-memory and the line
+// team creation logs at INFO.  Needs no CUDA.
 #pragma once
 
 #include <cstddef>
