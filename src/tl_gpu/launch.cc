@@ -65,25 +65,38 @@ Choice choose(const k::DeviceTeam &team, const Registrations &registered,
   return c;
 }
 
+// The fields every kernel's arguments (AllreduceArgs, CollArgs) take straight from the call.
+template <class Args>
+void take_call(const k::DeviceTeam &team, const tl::DeviceCall &call, Args *args) {
+  args->team = team;
+  args->src = call.src;
+  args->dst = call.dst;
+  args->count = call.count;
+  args->dtype = static_cast<k::DType>(call.dtype);
+  args->op = static_cast<k::RedOp>(call.op);
+}
+
+// The choice in the kernel's own algorithm enum, with where the buffers lie; a one-shot call
+// whose `bytes` per rank exceed the one-shot area is refused.
+template <class Args, class Algo>
+Status take_choice(const Choice &choice, Algo oneshot, Algo zerocopy, Algo otherwise,
+                   const tl::DeviceCall &call, size_t bytes, Args *args) {
+  args->algo = choice.oneshot ? oneshot : choice.zerocopy ? zerocopy : otherwise;
+  args->src_ref = choice.src;
+  args->dst_ref = choice.dst;
+  if (choice.oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  return COHORT_SUCCESS;
+}
+
 Status launch_allreduce(const k::DeviceTeam &team, const Registrations &registered,
                         const tl::DeviceCall &call, cudaStream_t stream) {
   k::AllreduceArgs args;
-  args.team = team;
-  args.src = call.src;
-  args.dst = call.dst;
-  args.count = call.count;
-  args.dtype = static_cast<k::DType>(call.dtype);
-  args.op = static_cast<k::RedOp>(call.op);
+  take_call(team, call, &args);
   const size_t bytes = call.count * k::dtype_size(args.dtype);
-  const Choice choice = choose(team, registered, call, bytes, bytes);
-  args.algo = choice.oneshot    ? k::AllreduceAlgo::kOneShot
-              : choice.zerocopy ? k::AllreduceAlgo::kZeroCopy
-                                : k::AllreduceAlgo::kTwoShot;
-  args.src_ref = choice.src;
-  args.dst_ref = choice.dst;
-  if (args.algo == k::AllreduceAlgo::kOneShot && bytes > k::kOneShotBytes) {
-    return too_big_for_oneshot(call, bytes);
-  }
+  const Status s =
+      take_choice(choose(team, registered, call, bytes, bytes), k::AllreduceAlgo::kOneShot,
+                  k::AllreduceAlgo::kZeroCopy, k::AllreduceAlgo::kTwoShot, call, bytes, &args);
+  if (is_error(s)) return s;
   return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
 }
 
@@ -95,12 +108,7 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
     return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: no GPU kernel for it",
                  coll::collective_name(call.collective));
   }
-  args.team = team;
-  args.src = call.src;
-  args.dst = call.dst;
-  args.count = call.count;
-  args.dtype = static_cast<k::DType>(call.dtype);
-  args.op = static_cast<k::RedOp>(call.op);
+  take_call(team, call, &args);
   const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
   args.root = static_cast<int>(root - local_ranks.begin());
   // Bytes of each buffer: a block per rank on the side that holds every rank's.
@@ -109,14 +117,9 @@ Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ran
   const Choice choice =
       choose(team, registered, call, args.kind == k::CollKind::kAllgather ? bytes : all,
              args.kind == k::CollKind::kReduceScatter ? bytes : all);
-  args.algo = choice.oneshot    ? k::CollAlgo::kOneShot
-              : choice.zerocopy ? k::CollAlgo::kZeroCopy
-                                : k::CollAlgo::kPipelined;
-  args.src_ref = choice.src;
-  args.dst_ref = choice.dst;
-  if (args.algo == k::CollAlgo::kOneShot && bytes > k::kOneShotBytes) {
-    return too_big_for_oneshot(call, bytes);
-  }
+  const Status s = take_choice(choice, k::CollAlgo::kOneShot, k::CollAlgo::kZeroCopy,
+                               k::CollAlgo::kPipelined, call, bytes, &args);
+  if (is_error(s)) return s;
   std::string what =
       std::string("launching ") + coll::collective_name(call.collective) + " on the GPU";
   return cuda_status(k::launch_collective(args, stream), what.c_str());
