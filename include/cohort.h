@@ -137,6 +137,12 @@ COHORT_API cohort_status_t cohort_cuda_device_count(int *count);
 COHORT_API cohort_status_t cohort_host_alloc(size_t bytes, void **ptr);
 COHORT_API cohort_status_t cohort_host_free(void *ptr);
 COHORT_API cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes);
+/* Device memory on the calling thread's current CUDA device (cuMemAlloc): staging for host
+ * buffers that must join a call the other ranks run on the GPU (as ncclMemAlloc, without
+ * registration).  COHORT_ERR_CUDA when the thread has no CUDA context, COHORT_ERR_NO_MEMORY
+ * when the device is full; 0 bytes gives NULL.  Free it with cohort_device_free. */
+COHORT_API cohort_status_t cohort_device_alloc(size_t bytes, void **ptr);
+COHORT_API cohort_status_t cohort_device_free(void *ptr);
 
 /* ------------------------------------------------------------ out-of-band */
 

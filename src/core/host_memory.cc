@@ -1,5 +1,6 @@
-// Staging memory and copies between memory kinds, for callers that move device buffers through
-// the host (cohort.h: cohort_host_alloc, cohort_host_free, cohort_memcpy).  The driver is the
+// Staging memory and copies between memory kinds, for callers that move buffers between the
+// host and the device (cohort.h: cohort_host_alloc, cohort_host_free, cohort_device_alloc,
+// cohort_device_free, cohort_memcpy).  The driver is the
 // one cuda_driver.cc loads; without it every buffer is host memory and these are malloc, free
 // and memcpy.
 #include <dlfcn.h>
@@ -22,11 +23,16 @@ constexpr unsigned kHostAllocPortable = 1;  // CU_MEMHOSTALLOC_PORTABLE
 using CuMemHostAlloc = CuResult (*)(void **, size_t, unsigned);
 using CuMemFreeHost = CuResult (*)(void *);
 using CuMemcpy = CuResult (*)(uintptr_t, uintptr_t, size_t);  // unified addressing
+using CuMemAlloc = CuResult (*)(uintptr_t *, size_t);
+using CuMemFree = CuResult (*)(uintptr_t);
+constexpr CuResult kCudaOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 
 struct DriverCopies {
   CuMemHostAlloc host_alloc = nullptr;
   CuMemFreeHost free_host = nullptr;
   CuMemcpy memcpy = nullptr;
+  CuMemAlloc alloc = nullptr;
+  CuMemFree free = nullptr;
 };
 
 const DriverCopies &driver() {
@@ -37,6 +43,8 @@ const DriverCopies &driver() {
     out.host_alloc = reinterpret_cast<CuMemHostAlloc>(dlsym(lib, "cuMemHostAlloc"));
     out.free_host = reinterpret_cast<CuMemFreeHost>(dlsym(lib, "cuMemFreeHost"));
     out.memcpy = reinterpret_cast<CuMemcpy>(dlsym(lib, "cuMemcpy"));
+    out.alloc = reinterpret_cast<CuMemAlloc>(dlsym(lib, "cuMemAlloc_v2"));
+    out.free = reinterpret_cast<CuMemFree>(dlsym(lib, "cuMemFree_v2"));
     return out;
   }();
   return d;
@@ -120,6 +128,40 @@ cohort_status_t cohort_memcpy(void *dst, const void *src, size_t bytes) {
       kCudaSuccess) {
     return failf(COHORT_ERR_CUDA, "cohort_memcpy: cuMemcpy of %zu bytes failed (dst %p, src %p)",
                  bytes, dst, src);
+  }
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_device_alloc(size_t bytes, void **ptr) {
+  if (ptr == nullptr)
+    return fail(COHORT_ERR_INVALID_ARG, "cohort_device_alloc: ptr (output) is NULL");
+  *ptr = nullptr;
+  if (bytes == 0) return COHORT_SUCCESS;
+  const DriverCopies &d = driver();
+  if (d.alloc == nullptr || d.free == nullptr) {
+    return fail(COHORT_ERR_CUDA,
+                "cohort_device_alloc: no CUDA driver (libcuda.so.1) to allocate with");
+  }
+  if (!memory_kind_detector().thread_has_context()) {
+    return failf(COHORT_ERR_CUDA,
+                 "cohort_device_alloc: %zu bytes asked on a thread with no current CUDA context "
+                 "(make the device current first)",
+                 bytes);
+  }
+  uintptr_t device = 0;
+  const CuResult r = d.alloc(&device, bytes);
+  if (r != kCudaSuccess) {
+    return failf(r == kCudaOutOfMemory ? COHORT_ERR_NO_MEMORY : COHORT_ERR_CUDA,
+                 "cohort_device_alloc: cuMemAlloc of %zu bytes failed (CUresult %d)", bytes, r);
+  }
+  *ptr = reinterpret_cast<void *>(device);
+  return COHORT_SUCCESS;
+}
+
+cohort_status_t cohort_device_free(void *ptr) {
+  if (ptr == nullptr) return COHORT_SUCCESS;
+  if (driver().free == nullptr || driver().free(reinterpret_cast<uintptr_t>(ptr)) != kCudaSuccess) {
+    return failf(COHORT_ERR_CUDA, "cohort_device_free: cuMemFree of %p failed", ptr);
   }
   return COHORT_SUCCESS;
 }

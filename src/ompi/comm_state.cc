@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "component.h"
@@ -187,17 +188,22 @@ int CommState::mpi_max(CallId call, int mine) {
   return all;
 }
 
-bool CommState::all_on_device(CallId call, bool mine) {
+bool CommState::all_on_device(CallId call, int key, bool mine) {
   if (memory_ == Memory::kUnknown) {
     int devices = 0;
     cohort_cuda_device_count(&devices);
     memory_ = mpi_max(call, devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
   }
   if (memory_ == Memory::kHostOnly || params().uniform_memory) return mine;
+  if (std::optional<bool> known = routes_.recall(key)) return *known;
   // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
   // exists; before, over Open MPI, so that no team is made for calls that stay there.
   int off = mine ? 0 : 1, any_off = off;
-  if (team_state_ != TeamState::kReady || failed_) return mpi_max(call, off) == 0;
+  if (team_state_ != TeamState::kReady || failed_) {
+    const bool all = mpi_max(call, off) == 0;
+    routes_.learn(key, all);
+    return all;
+  }
   BusyScope busy;
   if (cohort_allreduce(team_, &off, &any_off, 1, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
     say(kWarning, "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(),
@@ -205,6 +211,7 @@ bool CommState::all_on_device(CallId call, bool mine) {
     failed_ = true;
     return false;
   }
+  routes_.learn(key, any_off == 0);
   return any_off == 0;
 }
 
@@ -225,8 +232,12 @@ void CommState::staged(CallId call, StagedTo to, size_t bytes, const char *why) 
   ++n;
   const int level = n == 1 ? kFirstFallback : kEveryCall;
   if (shown(level)) {
-    say(level, "%s staged %zu bytes of device memory through host memory to run on %s: %s",
-        call.name(), bytes, to == StagedTo::kCohort ? "Cohort's host path" : "Open MPI",
+    static constexpr const char *kHow[kNumStagedTo][2] = {
+        {"device memory through host memory", "Cohort's host path"},
+        {"device memory through host memory", "Open MPI"},
+        {"host memory onto the GPU", "Cohort's GPU path"}};
+    const auto how = kHow[static_cast<int>(to)];
+    say(level, "%s staged %zu bytes of %s to run on %s: %s", call.name(), bytes, how[0], how[1],
         why != nullptr ? why : "?");
   }
 }
@@ -265,6 +276,9 @@ void CommState::report() const {
     text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
     if (long n = counts.staged[static_cast<int>(StagedTo::kCohort)]) {
       text += " (" + std::to_string(n) + " staged through host memory)";
+    }
+    if (long n = counts.staged[static_cast<int>(StagedTo::kGpu)]) {
+      text += " (" + std::to_string(n) + " staged onto the GPU)";
     }
     if (long n = counts.staged[static_cast<int>(StagedTo::kOpenMpi)]) {
       text += ", " + std::to_string(n) + " staged through host memory to Open MPI";

@@ -39,8 +39,11 @@ struct CallId {
 };
 constexpr int kNumCallIds = COLL_COHORT_NUM_KINDS * 2;
 
-// Where a call whose device buffers were staged through host memory ran.
-enum class StagedTo { kCohort, kOpenMpi };
+// Where a staged call ran: on Cohort's host path or Open MPI's module (device memory staged
+// through host memory), or on Cohort's GPU path (host memory staged onto the GPU, to join the
+// other ranks there).
+enum class StagedTo { kCohort, kOpenMpi, kGpu };
+constexpr int kNumStagedTo = 3;
 
 class CommState : NonCopyable {
  public:
@@ -57,8 +60,8 @@ class CommState : NonCopyable {
   // Counts a fallback (and says so at verbose 2 the first time, 3 every time); returns 0, the
   // entry points' "fall back".
   int fall_back(CallId call, Fallback reason, const char *detail = nullptr);
-  // Counts a call staged through host memory (and says so at verbose 2 the first time, 3
-  // every time): `why` it could not run where its buffers are, `bytes` staged.
+  // Counts a staged call (and says so at verbose 2 the first time, 3 every time): `why` it
+  // could not run where its buffers are, `bytes` staged.
   void staged(CallId call, StagedTo to, size_t bytes, const char *why);
 
   // Turns Cohort's status into the entry points' result: 1 with *rc set when Cohort ran (or
@@ -66,14 +69,15 @@ class CommState : NonCopyable {
   // `where`: the path that ran it, for verbose 3 ("Cohort's GPU path", ...).
   int finish(CallId call, cohort_status_t status, int *rc, const char *where = "Cohort");
 
-  // Blocking calls only (every rank makes them in the same order): whether every rank's
-  // buffers of this call are on the GPU, `mine` being this rank's answer.  Ranks with device
-  // memory take the GPU only when all do; the others' route (host memory, Open MPI) is then
-  // taken by all, on staged copies.  The first blocking call on the communicator learns
-  // whether any rank has a CUDA device (one MPI_Allreduce); where none has, no call needs to
-  // agree.  Where some has, each blocking call agrees over the team (a 4-byte host
-  // allreduce) unless coll_cohort_uniform_memory says the kinds always match.
-  bool all_on_device(CallId call, bool mine);
+  // Blocking calls only (every rank makes them in the same order): whether this call runs as
+  // one whose buffers are on the GPU on every rank, `mine` being this rank's answer.  The
+  // first blocking call on the communicator learns whether any rank has a CUDA device (one
+  // MPI_Allreduce); where none has, no call needs to agree.  Where some has, the ranks agree
+  // (a 4-byte host allreduce over the team: the GPU only when every rank is on it), but only
+  // now and then for calls of one collective and size class (RouteMemo): in between, every
+  // rank takes the remembered route, and a rank whose buffers are elsewhere stages them
+  // there.  coll_cohort_uniform_memory says the kinds always match: no agreement at all.
+  bool all_on_device(CallId call, int key, bool mine);
   // True while this state runs its own MPI call (the agreement's fallback): not counted.
   bool agreeing() const { return agreeing_; }
 
@@ -82,6 +86,7 @@ class CommState : NonCopyable {
   int rank() { return learn_shape(), rank_; }
   int size() { return learn_shape(), size_; }
   StagingPool &staging_pool() { return pool_; }
+  StagingPool &device_staging_pool() { return device_pool_; }
   StagingCost &staging_cost(CallId call) { return counts_[call.index()].staging; }
 
   // Destroys the team and prints the summary (verbose >= 1); idempotent.  Runs when the
@@ -90,8 +95,8 @@ class CommState : NonCopyable {
 
  private:
   struct Counts {
-    long cohort = 0;               // staged ones included
-    std::array<long, 2> staged{};  // by StagedTo
+    long cohort = 0;  // staged ones included
+    std::array<long, kNumStagedTo> staged{};
     std::array<long, kNumFallbacks> fallback{};
     StagingCost staging;
   };
@@ -114,6 +119,8 @@ class CommState : NonCopyable {
   void wait_for_all(MPI_Request *request, CallId call, const char *what);
   std::array<Counts, kNumCallIds> counts_{};
   StagingPool pool_;
+  StagingPool device_pool_{StagingPool::Memory::kDevice};
+  RouteMemo routes_;
 };
 
 }  // namespace cohort::ompi

@@ -1,5 +1,8 @@
 #include "dispatch.h"
 
+#include <algorithm>
+#include <bit>
+
 namespace cohort::ompi {
 
 const char *coll_mpi_name(coll_cohort_kind_t kind, bool nonblocking) {
@@ -53,6 +56,45 @@ Placement placement(const void *const *buffers, int n, MemoryKindFn kind_of) {
   }
   if (device && host) return Placement::kMixed;
   return gpu && !host ? Placement::kDevice : Placement::kHost;
+}
+
+int RouteMemo::key(coll_cohort_kind_t kind, uint64_t bytes) {
+  return static_cast<int>(kind) * kSizeClasses + std::bit_width(bytes);
+}
+
+std::optional<bool> RouteMemo::recall(int key) {
+  Entry &e = entries_[key];
+  if (e.left == 0) return std::nullopt;
+  --e.left;
+  return e.all_on_device;
+}
+
+void RouteMemo::learn(int key, bool all_on_device) {
+  Entry &e = entries_[key];
+  const bool repeated = e.known && e.all_on_device == all_on_device;
+  e.interval = !repeated ? 0 : static_cast<uint8_t>(std::clamp(2 * e.interval, 1, kMaxSkipped));
+  e.known = true;
+  e.all_on_device = all_on_device;
+  e.left = e.interval;
+}
+
+uint64_t uniform_bytes(const coll_cohort_args_t &args, int (*type_size)(MPI_Datatype, int *)) {
+  auto bytes = [type_size](int count, MPI_Datatype type) -> uint64_t {
+    int size = 0;
+    if (count <= 0 || type_size(type, &size) != MPI_SUCCESS || size <= 0) return 0;
+    return static_cast<uint64_t>(count) * static_cast<uint64_t>(size);
+  };
+  switch (args.kind) {
+    case COLL_COHORT_ALLREDUCE:
+    case COLL_COHORT_BCAST:
+    case COLL_COHORT_REDUCE:
+    case COLL_COHORT_REDUCE_SCATTER_BLOCK:
+    case COLL_COHORT_SCAN:
+    case COLL_COHORT_EXSCAN: return bytes(args.count, args.dtype);
+    case COLL_COHORT_ALLGATHER:
+    case COLL_COHORT_ALLTOALL: return bytes(args.rcount, args.rdtype);
+    default: return 0;
+  }
 }
 
 }  // namespace cohort::ompi

@@ -3,6 +3,9 @@
 // live" is passed in: cohort_memory_kind, or a fake in unit tests).
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "coll_cohort.h"
@@ -37,5 +40,42 @@ using MemoryKindFn = cohort_status_t (*)(const void *ptr, cohort_memory_kind_t *
 // device memory with host memory, which only the host can serve (after staging).
 enum class Placement { kHost, kDevice, kMixed };
 Placement placement(const void *const *buffers, int n, MemoryKindFn kind_of);
+
+// The route of a communicator's blocking calls with buffers (all ranks' buffers on the GPU, or
+// not), remembered per collective and size class so that the ranks agree on it now and then
+// instead of at every call.  Every rank keeps the same memo: it changes only with calls every
+// rank makes in the same order and with outcomes every rank learns alike.  After an agreement
+// that repeats the last one for its key, the next 1, 2, 4, ... up to kMaxSkipped calls of that
+// key take the remembered route without asking; a different outcome asks again at the next
+// call.  A rank whose buffers are not where the remembered route wants them stages them there,
+// so a skipped agreement costs a copy, never a wrong result or a hang.
+class RouteMemo {
+ public:
+  static constexpr int kMaxSkipped = 64;
+  static constexpr int kSizeClasses = 65;  // bit width of the byte count: 0 .. 64
+
+  // The key of a call: its collective and the class of its byte count (a count every rank
+  // passes alike: 0 for the collectives whose counts differ between ranks).
+  static int key(coll_cohort_kind_t kind, uint64_t bytes);
+  // The remembered route (true: on the GPU) when this call may skip the agreement.
+  std::optional<bool> recall(int key);
+  // The outcome of the agreement made for a call of `key`.
+  void learn(int key, bool all_on_device);
+
+ private:
+  struct Entry {
+    bool known = false;
+    bool all_on_device = false;
+    uint8_t interval = 0;  // calls skipped after each agreement (0: none)
+    uint8_t left = 0;      // still to skip
+  };
+  std::array<Entry, COLL_COHORT_NUM_KINDS * kSizeClasses> entries_{};
+};
+
+// The byte count of a call that every rank passes alike: the reductions' and bcast's count,
+// allgather's and alltoall's block (the receive side: in place, the send side is not given);
+// 0 for the collectives whose counts may differ between ranks (v-variants, gather, scatter)
+// and for barrier.  `type_size`: MPI_Type_size, or a fake in unit tests.
+uint64_t uniform_bytes(const coll_cohort_args_t &args, int (*type_size)(MPI_Datatype, int *));
 
 }  // namespace cohort::ompi

@@ -10,6 +10,11 @@
 //   what Cohort cannot do at all (MAXLOC, user ops, gaps in a type) on Open MPI's module on
 //   staged copies: device memory never reaches a module that would touch it;
 // - device memory mixed with host memory: staged, then as host memory.
+// Ranks of one blocking call take one route: the GPU when every rank's buffers are there, the
+// host's otherwise.  They agree on it over the team now and then per collective and size
+// class (CommState::all_on_device); between agreements each takes the remembered route, and a
+// rank whose buffers are elsewhere stages them: host buffers onto the GPU (a device pool) to
+// join a GPU call, device buffers through host memory to join a host one.
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -118,11 +123,11 @@ int ran(Route &route, cohort_status_t s, coll_cohort_request_t **request, int *r
   return route.state->finish(route.id, s, rc, where);
 }
 
-// Stages the device buffers: host copies of them in route.args, or why that failed (pinned
-// memory, a copy).
-cohort_status_t stage(Route &route) {
-  route.staging =
-      std::make_unique<Staging>(route.state->staging_pool(), route.state->staging_cost(route.id));
+// Stages the device buffers: host copies of them in route.args (onto_gpu: device copies of the
+// host buffers), or why that failed (pinned or device memory, a copy).
+cohort_status_t stage(Route &route, bool onto_gpu = false) {
+  StagingPool &pool = onto_gpu ? route.state->device_staging_pool() : route.state->staging_pool();
+  route.staging = std::make_unique<Staging>(pool, route.state->staging_cost(route.id));
   return route.staging->stage(route.call, route.buffers, &route.args);
 }
 
@@ -172,10 +177,11 @@ int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
   return ran(route, s, request, rc, "Cohort's host path (staged)");
 }
 
-// All of this rank's buffers on the GPU and nothing against Cohort: Cohort there, or on its
-// host path on staged copies when it refuses (the same answer on every rank).
-int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_args_t *staged,
-                  int *rc) {
+// The call runs on the GPU on every rank and nothing is against Cohort: Cohort there, or on
+// its host path on staged copies when it refuses (the same answer on every rank).  `mine`:
+// this rank's buffers are all on the GPU; else they join the others' on device copies.
+int run_on_device(Route &route, bool mine, coll_cohort_request_t **request,
+                  coll_cohort_args_t *staged, int *rc) {
   std::optional<Fallback> reason;
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
@@ -183,8 +189,17 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
   // state, never tries the GPU), so the prepared call serves the staged run as it is.
   const bool host_only = route.cohort.needs_host_memory(route.call);
   if (!host_only) {
+    if (!mine) {
+      if (cohort_status_t s = stage(route, true); s != COHORT_SUCCESS) {
+        return staging_failed(route, s, rc);
+      }
+      route.state->staged(route.id, StagedTo::kGpu, route.staging->bytes(),
+                          "the route agreed for this collective and size is the GPU");
+    }
     cohort_status_t s = start(route, team, request);
-    if (!refused(s)) return ran(route, s, request, rc, "Cohort's GPU path");
+    if (!refused(s)) {
+      return ran(route, s, request, rc, mine ? "Cohort's GPU path" : "Cohort's GPU path (staged)");
+    }
   }
   const std::string why = host_only
                               ? "in place, the result goes to the front of the buffer on the CPU"
@@ -219,16 +234,17 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   // buffers on any rank: nothing to agree on (with the agreement, a barrier through the
   // component took 9.7 us against Cohort's 1.7 at 4 ranks on an H100).
   const bool on_gpu = where == Placement::kDevice;
+  const int key = RouteMemo::key(args.kind, uniform_bytes(args, MPI_Type_size));
   const bool all_on_gpu = !nonblocking && route.call.kind() != COLL_COHORT_BARRIER &&
-                          state->all_on_device(route.id, on_gpu);
-  if (where == Placement::kHost) {
+                          state->all_on_device(route.id, key, on_gpu);
+  if (where == Placement::kHost && !all_on_gpu) {
     // One rank alone: nothing to gain over Open MPI's self module, which only copies; it is
     // served for its device memory, which that module would touch.
     if (state->size() == 1) return state->fall_back(route.id, Fallback::kOneRank);
     return run_on_host(route, reason, detail, request, rc);
   }
   BusyScope busy;
-  if (all_on_gpu && !reason) return run_on_device(route, request, staged, rc);
+  if (all_on_gpu && !reason) return run_on_device(route, on_gpu, request, staged, rc);
   // Staged, the call runs as host memory would; a reason keeps it off Cohort.
   const char *why = reason        ? fallback_text(*reason)
                     : !on_gpu     ? "device and host memory in one call"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 
 namespace cohort::ompi {
 namespace {
@@ -11,12 +12,12 @@ bool on_device(const void *ptr) {
   return cohort_memory_kind(ptr, &kind) == COHORT_SUCCESS && kind == COHORT_MEMORY_CUDA_DEVICE;
 }
 
-// The pointer the call is given for a buffer on `side`, moved from the device region to its
-// copy (MPI_IN_PLACE and unused buffers are left alone: they have no region).
+// The pointer the call is given for a buffer on `side`, moved from the region to its copy
+// (MPI_IN_PLACE and unused buffers are left alone: they have no region).
 template <typename Ptr>
-Ptr moved(Ptr ptr, const char *device, char *host) {
+Ptr moved(Ptr ptr, const char *from, char *copy) {
   const char *p = static_cast<const char *>(ptr);
-  return static_cast<Ptr>(static_cast<void *>(host + (p - device)));
+  return static_cast<Ptr>(static_cast<void *>(copy + (p - from)));
 }
 
 // Stand-ins for device pointers the call passes but moves nothing through (a count of 0 on
@@ -42,8 +43,32 @@ void hide_empty_device_sides(const CallBuffers &buffers, coll_cohort_args_t *arg
   if (!has[1]) replace_empty(&args->rbuf, g_no_bytes[1]);
 }
 
+namespace {
+cohort_status_t allocate(StagingPool::Memory memory, size_t bytes, void **data) {
+  return memory == StagingPool::Memory::kDevice ? cohort_device_alloc(bytes, data)
+                                                : cohort_host_alloc(bytes, data);
+}
+void release(StagingPool::Memory memory, void *data) {
+  if (memory == StagingPool::Memory::kDevice) {
+    cohort_device_free(data);
+  } else {
+    cohort_host_free(data);
+  }
+}
+}  // namespace
+
 StagingPool::~StagingPool() {
-  for (const Block &b : free_) cohort_host_free(b.data);
+  for (const Block &b : free_) release(memory_, b.data);
+  for (char *s : stand_ins_) release(memory_, s);
+}
+
+char *StagingPool::stand_in(int side) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  void *data = nullptr;
+  if (stand_ins_[side] == nullptr && allocate(memory_, 16, &data) == COHORT_SUCCESS) {
+    stand_ins_[side] = static_cast<char *>(data);
+  }
+  return stand_ins_[side];
 }
 
 char *StagingPool::take(size_t bytes, size_t *capacity) {
@@ -63,7 +88,7 @@ char *StagingPool::take(size_t bytes, size_t *capacity) {
     }
   }
   void *data = nullptr;
-  if (cohort_host_alloc(bytes, &data) != COHORT_SUCCESS) return nullptr;
+  if (allocate(memory_, bytes, &data) != COHORT_SUCCESS) return nullptr;
   *capacity = bytes;
   return static_cast<char *>(data);
 }
@@ -81,12 +106,12 @@ size_t StagingPool::held_bytes() const {
 }
 
 Staging::~Staging() {
-  for (const Copy &c : copies_) pool_.give_back(c.host, c.capacity);
+  for (const Copy &c : copies_) pool_.give_back(c.copy, c.capacity);
   cost_.bytes += bytes_copied_;
   cost_.nanoseconds += copy_ns_;
 }
 
-cohort_status_t Staging::copy(void *dst, const void *src, size_t bytes) {
+cohort_status_t Staging::copy_bytes(void *dst, const void *src, size_t bytes) {
   const auto start = std::chrono::steady_clock::now();
   const cohort_status_t s = cohort_memcpy(dst, src, bytes);
   copy_ns_ +=
@@ -96,31 +121,59 @@ cohort_status_t Staging::copy(void *dst, const void *src, size_t bytes) {
   return s;
 }
 
+// Device memory moves to a host pool; host memory (pageable or pinned: the GPU path takes
+// device memory only) to a device pool.  Managed memory stays: both sides can touch it.
+bool Staging::moves(const void *region) const {
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  if (cohort_memory_kind(region, &kind) != COHORT_SUCCESS) kind = COHORT_MEMORY_HOST;
+  if (pool_.memory() == StagingPool::Memory::kHost) return kind == COHORT_MEMORY_CUDA_DEVICE;
+  return kind == COHORT_MEMORY_HOST || kind == COHORT_MEMORY_CUDA_HOST;
+}
+
 cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
                                coll_cohort_args_t *args) {
   *args = call.args;
   for (const BufferUse &b : buffers) {
-    if (!on_device(b.region.begin)) continue;
+    if (!moves(b.region.begin)) continue;
     Copy c{b.side, b.region.begin, nullptr, b.region.bytes, 0, b.written};
-    c.host = pool_.take(c.bytes, &c.capacity);
-    if (c.host == nullptr) return COHORT_ERR_NO_MEMORY;
+    c.copy = pool_.take(c.bytes, &c.capacity);
+    if (c.copy == nullptr) return COHORT_ERR_NO_MEMORY;
     copies_.push_back(c);
-    const cohort_status_t s = copy(c.host, c.device, c.bytes);
+    const cohort_status_t s = copy_bytes(c.copy, c.from, c.bytes);
     if (s != COHORT_SUCCESS) return s;
     if (b.side == Side::kSend) {
-      args->sbuf = moved(args->sbuf, c.device, c.host);
+      args->sbuf = moved(args->sbuf, c.from, c.copy);
     } else {
-      args->rbuf = moved(args->rbuf, c.device, c.host);
+      args->rbuf = moved(args->rbuf, c.from, c.copy);
     }
   }
-  hide_empty_device_sides(buffers, args);
+  if (pool_.memory() == StagingPool::Memory::kHost) {
+    hide_empty_device_sides(buffers, args);
+  } else if (!hide_empty_host_sides(buffers, args)) {
+    return COHORT_ERR_NO_MEMORY;
+  }
   return COHORT_SUCCESS;
+}
+
+// The other way round from hide_empty_device_sides: host pointers of sides that move nothing
+// become device stand-ins, so that the GPU path sees device memory only.
+bool Staging::hide_empty_host_sides(const CallBuffers &buffers, coll_cohort_args_t *args) {
+  bool has[2] = {false, false};
+  for (const BufferUse &b : buffers) has[b.side == Side::kSend ? 0 : 1] = true;
+  auto hide = [&](auto *ptr, int side) {
+    if (has[side] || *ptr == nullptr || *ptr == MPI_IN_PLACE || !moves(*ptr)) return true;
+    char *stand_in = pool_.stand_in(side);
+    if (stand_in == nullptr) return false;
+    *ptr = static_cast<std::remove_pointer_t<decltype(ptr)>>(static_cast<void *>(stand_in));
+    return true;
+  };
+  return hide(&args->sbuf, 0) && hide(&args->rbuf, 1);
 }
 
 cohort_status_t Staging::unstage() {
   for (const Copy &c : copies_) {
     if (!c.written) continue;
-    const cohort_status_t s = copy(const_cast<char *>(c.device), c.host, c.bytes);
+    const cohort_status_t s = copy_bytes(const_cast<char *>(c.from), c.copy, c.bytes);
     if (s != COHORT_SUCCESS) return s;
   }
   return COHORT_SUCCESS;

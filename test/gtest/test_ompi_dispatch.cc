@@ -3,6 +3,7 @@
 // type / op mapping, the collectives list, the output and its levels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -176,6 +177,115 @@ TEST(OmpiStaging, HostAllocCopyAndFreeWithoutAGpu) {
   EXPECT_EQ(cohort_host_alloc(0, &none), COHORT_SUCCESS);
   EXPECT_EQ(none, nullptr);
   EXPECT_EQ(cohort_host_free(nullptr), COHORT_SUCCESS);
+}
+
+// Without a driver or a context there is no device memory to give: a named error, no pointer.
+TEST(OmpiStaging, DeviceAllocWithoutAContextSaysWhy) {
+  std::thread([] {  // a new thread has no current context, on a GPU machine too
+    void *p = &p;
+    EXPECT_EQ(cohort_device_alloc(64, &p), COHORT_ERR_CUDA);
+    EXPECT_EQ(p, nullptr);
+    const std::string error = cohort_last_error();
+    EXPECT_NE(error.find("cohort_device_alloc"), std::string::npos) << error;
+    EXPECT_EQ(cohort_device_alloc(64, nullptr), COHORT_ERR_INVALID_ARG);
+    void *none = &none;
+    EXPECT_EQ(cohort_device_alloc(0, &none), COHORT_SUCCESS);
+    EXPECT_EQ(none, nullptr);
+    EXPECT_EQ(cohort_device_free(nullptr), COHORT_SUCCESS);
+  })
+      .join();
+}
+
+// The route memo: which calls skip the agreement, and what they take.
+struct Asked {
+  int agreements = 0;
+  std::vector<bool> routes;
+};
+// Runs `outcomes` (each call's agreed answer, were it asked) through a memo under one key.
+Asked run_memo(RouteMemo &memo, int key, const std::vector<bool> &outcomes) {
+  Asked out;
+  for (bool outcome : outcomes) {
+    std::optional<bool> known = memo.recall(key);
+    if (!known) {
+      ++out.agreements;
+      memo.learn(key, outcome);
+      known = outcome;
+    }
+    out.routes.push_back(*known);
+  }
+  return out;
+}
+
+TEST(OmpiRouteMemo, RepeatedOutcomesSkipMoreAgreementsUpToTheLimit) {
+  RouteMemo memo;
+  const int key = RouteMemo::key(COLL_COHORT_ALLREDUCE, 8);
+  // Agreements at calls 0, 1, 3, 6, 11, 20, 37, 70 (each skipping twice as many calls as the
+  // last), then at every 65th: 135, 200, ..., 980.
+  Asked a = run_memo(memo, key, std::vector<bool>(1000, true));
+  EXPECT_EQ(a.agreements, 8 + 14);
+  EXPECT_EQ(a.routes, std::vector<bool>(1000, true));
+}
+
+TEST(OmpiRouteMemo, AChangedOutcomeIsAskedAgainAtTheNextCall) {
+  RouteMemo memo;
+  const int key = RouteMemo::key(COLL_COHORT_BCAST, 4096);
+  run_memo(memo, key, std::vector<bool>(200, true));  // skipping 64 at a time now
+  // The next agreement sees host memory somewhere: from there every call asks until the
+  // outcome repeats, and the skipped calls in between kept the GPU route (they stage).
+  Asked a = run_memo(memo, key, std::vector<bool>(70, false));
+  EXPECT_LE(a.agreements, 7);
+  EXPECT_GE(a.agreements, 2);
+  const auto first_host = std::find(a.routes.begin(), a.routes.end(), false) - a.routes.begin();
+  EXPECT_LE(first_host, 64);
+  EXPECT_TRUE(std::all_of(a.routes.begin() + first_host, a.routes.begin() + first_host + 2,
+                          [](bool r) { return !r; }));
+  // Alternating outcomes never repeat: every call agrees.
+  RouteMemo fresh;
+  std::vector<bool> alternating;
+  for (int i = 0; i < 50; ++i) alternating.push_back(i % 2 == 0);
+  Asked b = run_memo(fresh, key, alternating);
+  EXPECT_EQ(b.agreements, 50);
+  EXPECT_EQ(b.routes, alternating);
+}
+
+TEST(OmpiRouteMemo, KeysOfOtherCollectivesAndSizesAreApart) {
+  RouteMemo memo;
+  const int small = RouteMemo::key(COLL_COHORT_ALLREDUCE, 8);
+  const int large = RouteMemo::key(COLL_COHORT_ALLREDUCE, 64 << 20);
+  const int other = RouteMemo::key(COLL_COHORT_REDUCE, 8);
+  EXPECT_NE(small, large);
+  EXPECT_NE(small, other);
+  EXPECT_EQ(small, RouteMemo::key(COLL_COHORT_ALLREDUCE, 12));  // one size class: 8..15 bytes
+  run_memo(memo, large, std::vector<bool>(100, true));
+  EXPECT_FALSE(memo.recall(small).has_value());
+  EXPECT_FALSE(memo.recall(other).has_value());
+  EXPECT_TRUE(memo.recall(large).has_value());
+}
+
+int fake_type_size(MPI_Datatype type, int *size) {
+  *size = type == MPI_DOUBLE ? 8 : 4;
+  return MPI_SUCCESS;
+}
+
+TEST(OmpiRouteMemo, TheKeysByteCountIsOneEveryRankPasses) {
+  coll_cohort_args_t a{};
+  a.kind = COLL_COHORT_ALLREDUCE;
+  a.count = 1000;
+  a.dtype = MPI_DOUBLE;
+  a.rcount = 7;  // ignored by a reduction
+  EXPECT_EQ(uniform_bytes(a, fake_type_size), 8000u);
+  a.kind = COLL_COHORT_ALLGATHER;  // the receive block: given in place too
+  a.sbuf = MPI_IN_PLACE;
+  a.rdtype = MPI_INT;
+  EXPECT_EQ(uniform_bytes(a, fake_type_size), 28u);
+  for (auto kind : {COLL_COHORT_ALLGATHERV, COLL_COHORT_ALLTOALLV, COLL_COHORT_GATHER,
+                    COLL_COHORT_SCATTERV, COLL_COHORT_BARRIER, COLL_COHORT_REDUCE_SCATTER}) {
+    a.kind = kind;
+    EXPECT_EQ(uniform_bytes(a, fake_type_size), 0u) << coll_mpi_name(kind, false);
+  }
+  a.kind = COLL_COHORT_BCAST;
+  a.count = -1;
+  EXPECT_EQ(uniform_bytes(a, fake_type_size), 0u);
 }
 
 TEST(OmpiMpiMap, EveryTypeCohortMapsToMpiMapsBack) {

@@ -1112,6 +1112,46 @@ static void test_split(void) {
   MPI_Comm_free(&half);
 }
 
+/* Ranks that change the kind of memory they pass between calls of one collective and size:
+ * the component agrees on the route only now and then, so a rank whose buffers are not where
+ * the remembered route runs must stage them there (host memory onto the GPU, device memory
+ * through host memory).  Phases of a loop of allreduces on 3000 ints (a size no other case
+ * uses): all on the device, rank 0 on the host, all on the device, all on the host, all on the
+ * device.  Each call's result is checked; one digest line per phase. */
+static int host_in_switch(int i) {
+  return (i >= 150 && i < 160 && rank == 0) || (i >= 180 && i < 220);
+}
+
+static void test_memory_switch(void) {
+  enum { kCount = 3000, kCalls = 260 };
+  static const int kPhaseEnds[] = {150, 160, 180, 220, kCalls};
+  static int in[kCount], out[kCount];
+  uint64_t h = kDigestStart;
+  int ok = 1, phase = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    for (int e = 0; e < kCount; ++e) in[e] = (rank + 1) * (e % 97 + i), out[e] = -1;
+    const int saved = on_device;
+    on_device = saved && !host_in_switch(i);
+    void *send = world_buffer(in, sizeof in), *recv = world_buffer(out, sizeof out);
+    MPI_Allreduce(send, recv, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    world_done(in, send, sizeof in);
+    world_done(out, recv, sizeof out);
+    on_device = saved;
+    const int ranks_sum = size * (size + 1) / 2;
+    for (int e = 0; e < kCount; ++e) ok &= out[e] == ranks_sum * (e % 97 + i);
+    h = digest(h, out, sizeof out);
+    if (i + 1 == kPhaseEnds[phase]) {
+      char name[48];
+      snprintf(name, sizeof name, "memory-switch-phase%d", phase++);
+      printf("%d %s %016llx%s\n", rank, name, (unsigned long long)h, ok ? "" : " WRONG");
+      ++cases;
+      if (!ok) ++wrong;
+      h = kDigestStart;
+      ok = 1;
+    }
+  }
+}
+
 /* The first collective is the component's (a rank late to it is what LATE_RANK tests); Open
  * MPI's communicator is made after it. */
 static void open_communicators(void) {
@@ -1148,6 +1188,7 @@ int main(int argc, char **argv) {
   test_barrier(1);
   test_fallbacks();
   test_split();
+  test_memory_switch();
   /* Every rank decides alike, on Open MPI's communicator, whatever went wrong where. */
   int mine[2] = {wrong, cases}, total[2] = {0, 0};
   MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, ompi);

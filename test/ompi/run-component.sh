@@ -279,6 +279,9 @@ device_leaks() {
   grep -Eq 'falls back to Open MPI: .*(device memory|cuda-device)|to run on Open MPI: .*cuda-device' "$1"
 }
 staged_to() { grep -q "staged [0-9]* bytes of device memory through host memory to run on $1" "$2"; }
+# A rank with host memory while the route remembered for the call is the GPU (the test's
+# memory switch): its buffers go onto the GPU to join the others.
+staged_onto_gpu() { grep -q "staged [0-9]* bytes of host memory onto the GPU to run on Cohort's GPU path" "$1"; }
 
 if [ $have_fake -ne 0 ]; then
   for np in 2 3 mixed off; do n=$((n + 1)); echo "ok $n # SKIP the fake CUDA driver does not build: $(head -1 "$log")"; done
@@ -288,8 +291,9 @@ else
     status=$?
     cp "$stage/dev$np" "$log"
     device_right "$stage/dev$np" $status "$np" "$stage/off$np" && ! device_leaks "$stage/dev$np" &&
-      staged_to "Cohort's host path" "$stage/dev$np" && staged_to "Open MPI: op Cohort does not have" "$stage/dev$np"
-    result $? "np=$np C on device memory (fake CUDA driver): no segfault, results identical to the host-buffer run on Open MPI's modules, calls Cohort refuses on the GPU staged to its host path, MAXLOC staged to Open MPI, no device buffer reaches Open MPI unstaged"
+      staged_to "Cohort's host path" "$stage/dev$np" && staged_to "Open MPI: op Cohort does not have" "$stage/dev$np" &&
+      staged_onto_gpu "$stage/dev$np"
+    result $? "np=$np C on device memory (fake CUDA driver): no segfault, results identical to the host-buffer run on Open MPI's modules, calls Cohort refuses on the GPU staged to its host path, MAXLOC staged to Open MPI, host buffers of a rank that switched kinds between agreements staged onto the GPU, no device buffer reaches Open MPI unstaged"
   done
   device_run "$stage/mixed3" 3 mixed --mca coll_cohort_host 1
   status=$?
