@@ -120,7 +120,9 @@ typedef enum {
 /* The kind of memory at ptr, asked of the CUDA driver (loaded at run time).  Only a thread
  * with a current CUDA context is asked about; on any other thread (and without a driver or a
  * device) every buffer is COHORT_MEMORY_HOST: make your device current before you
- * communicate, as NCCL requires. */
+ * communicate, as NCCL requires.  A collective this thread starts on ptr within 100 us takes
+ * this answer instead of asking the driver again (a caller that routes calls by memory kind
+ * pays one query per buffer): do not free and reuse ptr as another kind in between. */
 COHORT_API cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind);
 /* "host", "cuda-host", "cuda-managed", "cuda-device"; "invalid" for other values. */
 COHORT_API const char *cohort_memory_kind_name(cohort_memory_kind_t kind);

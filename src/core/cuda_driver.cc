@@ -2,8 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/status.h"
 
@@ -83,7 +86,33 @@ MemoryKindDetector &default_detector() {
 
 MemoryKindDetector *g_injected = nullptr;
 
+// cohort_memory_kind's last answers on this thread, newest overwriting the oldest.  The
+// detector's generation is part of an answer: one injected later (tests) is not bypassed.
+struct RecentKind {
+  const void *buffer = nullptr;
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  int64_t asked_ns = 0;
+  unsigned generation = 0;
+};
+std::atomic<unsigned> g_generation{1};
+thread_local std::array<RecentKind, 4> t_recent{};
+thread_local unsigned t_next = 0;
+
 }  // namespace
+
+void remember_kind(const void *buffer, cohort_memory_kind_t kind) {
+  t_recent[t_next++ % t_recent.size()] = {buffer, kind, now_ns(), g_generation.load()};
+}
+
+cohort_memory_kind_t kind_of_recent(const void *buffer) {
+  const unsigned generation = g_generation.load(std::memory_order_relaxed);
+  for (const RecentKind &r : t_recent) {
+    if (r.buffer == buffer && r.generation == generation && now_ns() - r.asked_ns < kRecentKindNs) {
+      return r.kind;
+    }
+  }
+  return memory_kind_detector().kind_of(buffer);
+}
 
 void *driver_library() {
   static void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -94,7 +123,10 @@ MemoryKindDetector &memory_kind_detector() {
   return g_injected != nullptr ? *g_injected : default_detector();
 }
 
-void set_memory_kind_detector(MemoryKindDetector *detector) { g_injected = detector; }
+void set_memory_kind_detector(MemoryKindDetector *detector) {
+  g_injected = detector;
+  ++g_generation;
+}
 
 int cuda_device_count() {
   static const int count = [] {
@@ -127,6 +159,7 @@ extern "C" {
 cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind) {
   if (kind == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "kind (output) is NULL");
   *kind = cohort::memory_kind_detector().kind_of(ptr);
+  if (ptr != nullptr) cohort::remember_kind(ptr, *kind);
   return COHORT_SUCCESS;
 }
 

@@ -5,6 +5,8 @@
 // one (measured on the H200), so threads without a context are never asked about pointers.
 #pragma once
 
+#include <cstdint>
+
 #include "cohort.h"
 
 namespace cohort {
@@ -21,6 +23,15 @@ class MemoryKindDetector {
 // The detector in use: the driver's when libcuda.so.1 loads and has a device, else one that
 // calls every buffer host memory.
 MemoryKindDetector &memory_kind_detector();
+
+// What cohort_memory_kind told this thread about `buffer` less than kRecentKindNs ago, else
+// the detector's answer now.  A caller that asks about its buffers and then starts a
+// collective on them (the Open MPI component) pays one driver query per buffer, not two; an
+// answer older than that is asked again, so memory freed and reused in between is seen anew.
+constexpr int64_t kRecentKindNs = 100000;
+cohort_memory_kind_t kind_of_recent(const void *buffer);
+// Keeps an answer of cohort_memory_kind for kind_of_recent.
+void remember_kind(const void *buffer, cohort_memory_kind_t kind);
 
 // Replaces the detector (tests); nullptr restores the default.  Not thread-safe.
 void set_memory_kind_detector(MemoryKindDetector *detector);

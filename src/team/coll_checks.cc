@@ -57,9 +57,8 @@ bool needs_dst(const CollCall &c, int rank) {
 // The most host-like kind that still describes both buffers (device beats managed beats
 // pinned beats pageable); mixing device memory with any other is refused.
 Status call_memory(const char *what, const void *src, const void *dst, cohort_memory_kind_t *out) {
-  MemoryKindDetector &detector = memory_kind_detector();
-  const cohort_memory_kind_t s = src ? detector.kind_of(src) : COHORT_MEMORY_HOST;
-  const cohort_memory_kind_t d = dst == src ? s : dst ? detector.kind_of(dst) : COHORT_MEMORY_HOST;
+  const cohort_memory_kind_t s = src ? kind_of_recent(src) : COHORT_MEMORY_HOST;
+  const cohort_memory_kind_t d = dst == src ? s : dst ? kind_of_recent(dst) : COHORT_MEMORY_HOST;
   if (src && dst && (s == COHORT_MEMORY_CUDA_DEVICE) != (d == COHORT_MEMORY_CUDA_DEVICE)) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s: sendbuf is %s memory and recvbuf %s: pass both on the device or both in "

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cohort.h"
+#include "core/clock.h"
 #include "core/cuda_driver.h"
 
 namespace {
@@ -89,3 +90,40 @@ TEST(MemoryKind, AnswersThroughTheDetectorAndNamesEveryKind) {
 }
 
 }  // namespace
+
+// A counting detector: how often the driver would have been asked.
+class CountingDetector : public FakeDetector {
+ public:
+  cohort_memory_kind_t kind_of(const void *buffer) override {
+    ++asked_;
+    return FakeDetector::kind_of(buffer);
+  }
+  int asked_ = 0;
+};
+
+TEST(MemoryKind, ACollectiveRightAfterTheQueryTakesItsAnswerAndALaterOneAsksAgain) {
+  CountingDetector counting;
+  int device_word = 0, other = 0;
+  counting.device_ = &device_word;
+  cohort::set_memory_kind_detector(&counting);
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  ASSERT_EQ(cohort_memory_kind(&device_word, &kind), COHORT_SUCCESS);
+  EXPECT_EQ(counting.asked_, 1);
+  EXPECT_EQ(cohort::kind_of_recent(&device_word), COHORT_MEMORY_CUDA_DEVICE);
+  EXPECT_EQ(counting.asked_, 1);  // taken from the answer just given
+  EXPECT_EQ(cohort::kind_of_recent(&other), COHORT_MEMORY_HOST);
+  EXPECT_EQ(counting.asked_, 2);  // never asked about: the detector
+  // Past the window the driver is asked again: the memory may have been freed and reused.
+  const int64_t start = cohort::now_ns();
+  while (cohort::now_ns() - start < cohort::kRecentKindNs + 1000) {
+  }
+  counting.device_ = &other;  // as if the address now held another kind
+  EXPECT_EQ(cohort::kind_of_recent(&device_word), COHORT_MEMORY_HOST);
+  EXPECT_EQ(counting.asked_, 3);
+  // A detector injected after the answer is not bypassed.
+  ASSERT_EQ(cohort_memory_kind(&other, &kind), COHORT_SUCCESS);
+  FakeDetector replaced;
+  cohort::set_memory_kind_detector(&replaced);
+  EXPECT_EQ(cohort::kind_of_recent(&other), COHORT_MEMORY_HOST);
+  cohort::set_memory_kind_detector(nullptr);
+}
