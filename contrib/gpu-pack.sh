@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 ompi=$top/test/ompi
 mkdir -p "$build/extra"
 mpicc -std=c99 -O1 -o "$build/extra/ctest" "$ompi/coll_component_test.c"
-mpifort -o "$build/extra/ftest" "$ompi/coll_component_test.f90"
+mpifort -o "$build/extra/ftest" "$ompi/coll_component_test.f90" "$ompi/coll_component_device.c"
 mpicc -std=c99 -O2 -o "$build/extra/bench" "$ompi/coll_component_bench.c"
 mpicc -std=c99 -O2 -o "$build/extra/overhead" "$ompi/component_overhead.c" -I"$top/include" \
   -L"$build/src/.libs" -lcohort -ldl

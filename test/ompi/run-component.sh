@@ -28,7 +28,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..28"
+echo "1..30"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -159,8 +159,9 @@ done
 if [ -z "$MPIFORT" ]; then
   for np in 0 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no Fortran MPI compiler (mpifort)"; done
 else
-  "$MPIFORT" -Wall -Wextra -Werror -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" >"$log" 2>&1
-  result $? "the Fortran test program builds (use mpi) with -Wall -Wextra -Werror"
+  "$MPIFORT" -Wall -Wextra -Werror -o "$stage/ftest" "$SRCDIR/coll_component_test.f90" \
+    "$SRCDIR/coll_component_device.c" >"$log" 2>&1
+  result $? "the Fortran test program builds (use mpi, and its C device-memory helper) with -Wall -Wextra -Werror"
   for np in 2 3 4; do
     run "$stage/fon$np" "$np" --mca coll_cohort_host 1 --mca coll_cohort_verbose 1 "$stage/ftest"
     status=$?
@@ -247,17 +248,18 @@ have_fake=$?
 # check within minutes, and after one hang the other device runs are not started.
 device_timeout=150
 hung=""
-# device_run OUTPUT NP MEMORY [mpirun options...]: the C test with COLL_TEST_MEMORY=MEMORY.
+# device_run OUTPUT NP MEMORY PROGRAM [mpirun options...]: the C or Fortran test with
+# COLL_TEST_MEMORY=MEMORY.
 device_run() {
-  d_out=$1 d_np=$2 d_memory=$3
-  shift 3
+  d_out=$1 d_np=$2 d_memory=$3 d_program=$4
+  shift 4
   if [ -n "$hung" ]; then
     echo "not run: $hung" >"$d_out"
     return 1
   fi
   saved_path=$LD_LIBRARY_PATH
   LD_LIBRARY_PATH="$fake:$saved_path" run_timeout=$device_timeout
-  run "$d_out" "$d_np" -x COLL_TEST_MEMORY="$d_memory" --mca coll_cohort_verbose 3 "$@" "$stage/ctest"
+  run "$d_out" "$d_np" -x COLL_TEST_MEMORY="$d_memory" --mca coll_cohort_verbose 3 "$@" "$d_program"
   d_status=$?
   LD_LIBRARY_PATH=$saved_path run_timeout=300
   if [ $d_status -eq 124 ]; then
@@ -287,7 +289,7 @@ if [ $have_fake -ne 0 ]; then
   for np in 2 3 mixed off; do n=$((n + 1)); echo "ok $n # SKIP the fake CUDA driver does not build: $(head -1 "$log")"; done
 else
   for np in 2 3; do
-    device_run "$stage/dev$np" "$np" device --mca coll_cohort_host 1
+    device_run "$stage/dev$np" "$np" device "$stage/ctest" --mca coll_cohort_host 1
     status=$?
     cp "$stage/dev$np" "$log"
     device_right "$stage/dev$np" $status "$np" "$stage/off$np" && ! device_leaks "$stage/dev$np" &&
@@ -295,17 +297,37 @@ else
       staged_onto_gpu "$stage/dev$np"
     result $? "np=$np C on device memory (fake CUDA driver): no segfault, results identical to the host-buffer run on Open MPI's modules, calls Cohort refuses on the GPU staged to its host path, MAXLOC staged to Open MPI, host buffers of a rank that switched kinds between agreements staged onto the GPU, no device buffer reaches Open MPI unstaged"
   done
-  device_run "$stage/mixed3" 3 mixed --mca coll_cohort_host 1
+  device_run "$stage/mixed3" 3 mixed "$stage/ctest" --mca coll_cohort_host 1
   status=$?
   cp "$stage/mixed3" "$log"
   device_right "$stage/mixed3" $status 3 "$stage/off3" && ! device_leaks "$stage/mixed3"
   result $? "np=3 C, device memory on odd ranks, host memory on even ones: every rank takes the same route, results identical"
-  device_run "$stage/devoff2" 2 device --mca coll_cohort_host 0
+  device_run "$stage/devoff2" 2 device "$stage/ctest" --mca coll_cohort_host 0
   status=$?
   cp "$stage/devoff2" "$log"
   device_right "$stage/devoff2" $status 2 "$stage/off2" && ! device_leaks "$stage/devoff2" &&
     staged_to "Open MPI: host buffer" "$stage/devoff2"
   result $? "np=2 C on device memory with coll_cohort_host 0: what does not run on the GPU is staged to Open MPI, results identical"
+fi
+
+# The Fortran test on the fake driver's device memory (COLL_TEST_MEMORY, through
+# coll_component_device.c): every call gets contiguous views of device copies, which Open MPI's
+# Fortran bindings must hand on as they are (a copy-in/out through the CPU faults), with the
+# results of the host-buffer run on Open MPI's modules.
+if [ -z "$MPIFORT" ]; then
+  for np in 2 3; do n=$((n + 1)); echo "ok $n # SKIP no Fortran MPI compiler (mpifort)"; done
+elif [ $have_fake -ne 0 ]; then
+  for np in 2 3; do n=$((n + 1)); echo "ok $n # SKIP the fake CUDA driver does not build (see the C device checks)"; done
+else
+  for np in 2 3; do
+    memory=device ranks="every rank's"
+    [ "$np" -eq 2 ] || memory=mixed ranks="odd ranks'"
+    device_run "$stage/fdev$np" "$np" "$memory" "$stage/ftest" --mca coll_cohort_host 1
+    status=$?
+    cp "$stage/fdev$np" "$log"
+    device_right "$stage/fdev$np" $status "$np" "$stage/foff$np" && ! device_leaks "$stage/fdev$np"
+    result $? "np=$np Fortran, $ranks buffers in device memory (fake CUDA driver, COLL_TEST_MEMORY=$memory): no segfault, results identical to the host-buffer run on Open MPI's modules, no device buffer reaches Open MPI unstaged"
+  done
 fi
 
 # What the component costs over Cohort's API (component_overhead.c, linked with the installed
