@@ -56,16 +56,23 @@ component_checks() {
   # at np 2 and 4 under MPS, on every rank and on odd ranks only, against the host-buffer run
   # on Open MPI's modules; verbose 3 must show no device buffer reaching Open MPI unstaged.
   source .devrt/mps.sh start
-  for mode in "device 2" "device 4" "mixed 4"; do
-    set -- $mode
-    name=component; run "ctest np=$2 on $1 memory through the component (MPS, verbose 3)" \
-      env COHORT_ALLOW_SHARED_GPU=1 COLL_TEST_MEMORY=$1 mpirun -np $2 \
-      "${mca[@]}" --mca coll_cohort_host 1 --mca coll_cohort_verbose 3 \
-      --output-filename "$results/ctest-$1$2" "$PWD/$build/extra/ctest"
-    name=component; run "ctest np=$2 $1: 0 wrong, no unstaged device buffer in Open MPI" bash -c "\
-      cat $results/ctest-$1$2/1/rank.*/stdout | grep -q 'summary: 0 wrong' && \
-      ! cat $results/ctest-$1$2/1/rank.*/std* | grep -E 'falls back to Open MPI: .*(device|cuda)|to run on Open MPI: .*cuda-device' && \
-      cat $results/ctest-$1$2/1/rank.*/std* | grep -oE 'ran on Cohort.s [a-zA-Z ]*path( .staged.)?|staged [0-9]+ bytes .* to run on [A-Za-z ]+' | sed 's/staged [0-9]* bytes/staged/' | sort | uniq -c"
+  for prog in ctest ftest; do
+    for mode in "device 2" "device 4" "mixed 4"; do
+      set -- $mode
+      local out=$results/$prog-$1$2
+      name=component; run "$prog np=$2 on $1 memory through the component (MPS, verbose 3)" \
+        env COHORT_ALLOW_SHARED_GPU=1 COLL_TEST_MEMORY=$1 mpirun -np $2 \
+        "${mca[@]}" --mca coll_cohort_host 1 --mca coll_cohort_verbose 3 \
+        --output-filename "$out" "$PWD/$build/extra/$prog"
+      # Digests against the host-buffer run on Open MPI's modules at np 4 (same cases).
+      local digests="true"
+      [ "$2" = 4 ] && digests="diff <(cat $out/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) \
+        <(cat $results/$prog-off/1/rank.*/stdout | grep -E '^[0-9]+ [a-z]' | sort) >/dev/null"
+      name=component; run "$prog np=$2 $1: 0 wrong, digests as Open MPI's on host memory, no unstaged device buffer in Open MPI" bash -c "\
+        cat $out/1/rank.*/stdout | grep -q 'summary: 0 wrong' && $digests && \
+        ! cat $out/1/rank.*/std* | grep -E 'falls back to Open MPI: .*(device|cuda)|to run on Open MPI: .*cuda-device' && \
+        cat $out/1/rank.*/std* | grep -oE 'ran on Cohort.s [a-zA-Z ]*path( .staged.)?|staged [0-9]+ bytes .* to run on [A-Za-z ]+' | sed 's/staged [0-9]* bytes/staged/' | sort | uniq -c"
+    done
   done
   # The component against Cohort's API on the same device buffers, for the collectives it
   # serves on the GPU: within 5% at 1 MiB and 2 us at 8 B is the target.
