@@ -11,7 +11,7 @@ carry=${2:?usage: contrib/gpu-pack.sh BUILD_DIR CARRY_DIR}
 top=$(cd "$(dirname "$0")/.." && pwd)
 ompi=$top/test/ompi
 mkdir -p "$build/extra"
-mpicc -std=c99 -O1 -o "$build/extra/ctest" "$ompi/coll_component_test.c"
+mpicc -std=c99 -O1 -o "$build/extra/ctest" "$ompi/coll_component_test.c" "$ompi/coll_component_device.c" -ldl
 mpifort -o "$build/extra/ftest" "$ompi/coll_component_test.f90" "$ompi/coll_component_device.c"
 mpicc -std=c99 -O2 -o "$build/extra/bench" "$ompi/coll_component_bench.c"
 mpicc -std=c99 -O2 -o "$build/extra/overhead" "$ompi/component_overhead.c" -I"$top/include" \

@@ -1,11 +1,10 @@
-/* Device memory for the Fortran component test (coll_component_test.f90), as the C test
- * (coll_component_test.c) has it: COLL_TEST_MEMORY=device puts every rank's MPI_COMM_WORLD
- * buffers in CUDA device memory, =mixed only odd ranks' (even ranks keep host memory).  The
- * Fortran program keeps its arrays in host memory, uploads a copy before each call
- * (ftest_up), gives the call that copy and downloads it after (ftest_down).  The driver API
- * comes from libcuda.so.1 through dlsym, so no CUDA header is needed: a real GPU's driver, or
- * the fake one (fake_cuda.c), whose device memory the CPU cannot touch.  Built by mpifort with
- * the Fortran file; every function the Fortran side calls is named ftest_*. */
+/* Device memory for the component tests (coll_component_test.c and .f90):
+ * COLL_TEST_MEMORY=device puts every rank's MPI_COMM_WORLD buffers in CUDA device memory,
+ * =mixed only odd ranks' (even ranks keep host memory).  The programs keep their buffers in
+ * host memory, upload a copy before each call (devmem_up), give the call that copy and
+ * download it after (devmem_down).  The driver API comes from libcuda.so.1 through dlsym, so
+ * no CUDA header is needed: a real GPU's driver, or the fake one (fake_cuda.c), whose device
+ * memory the CPU cannot touch.  Built with each program (mpicc, mpifort). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <mpi.h>
@@ -13,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "coll_component_device.h"
 
 typedef unsigned long long DevicePtr; /* CUdeviceptr */
 static struct {
@@ -26,7 +27,7 @@ static struct {
   int (*memcpy)(DevicePtr, DevicePtr, size_t);
 } cu;
 static int rank;
-static int on_device; /* this rank's MPI_COMM_WORLD buffers are device memory */
+int devmem_on_device;
 
 /* Ends the run with a FAIL line; flushed, as MPI_Abort does not return. */
 static void fail(void) {
@@ -71,13 +72,13 @@ static void open_device(void) {
   if ((r = cu.ctx_set_current(context)) != 0) device_failed("cuCtxSetCurrent", r);
 }
 
-static void device_copy(void *to, const void *from, size_t bytes) {
+void devmem_copy(void *to, const void *from, size_t bytes) {
   int r = cu.memcpy((DevicePtr)(uintptr_t)to, (DevicePtr)(uintptr_t)from, bytes);
   if (r != 0) device_failed("cuMemcpy", r);
 }
 
 /* COLL_TEST_MEMORY: host (the default), device, or mixed; rank 0 says which. */
-void ftest_memory_init(int world_rank) {
+void devmem_init(int world_rank) {
   rank = world_rank;
   const char *memory = getenv("COLL_TEST_MEMORY");
   if (memory == NULL || strcmp(memory, "host") == 0) return;
@@ -85,8 +86,8 @@ void ftest_memory_init(int world_rank) {
     printf("FAIL COLL_TEST_MEMORY=%s: host, device or mixed\n", memory);
     fail();
   }
-  on_device = strcmp(memory, "device") == 0 || rank % 2 == 1;
-  if (on_device) open_device();
+  devmem_on_device = strcmp(memory, "device") == 0 || rank % 2 == 1;
+  if (devmem_on_device) open_device();
   if (rank == 0) {
     printf("memory: MPI_COMM_WORLD's buffers in device memory on %s ranks\n",
            strcmp(memory, "device") == 0 ? "all" : "odd");
@@ -97,19 +98,28 @@ void ftest_memory_init(int world_rank) {
 /* What MPI_COMM_WORLD's call gets for the `bytes` at host: a device copy of them where this
  * rank's buffers are on the device (at least a byte, so that it is a buffer of its own), host
  * itself elsewhere. */
-void *ftest_up(void *host, size_t bytes) {
-  if (!on_device) return host;
+void *devmem_alloc(size_t bytes) {
   DevicePtr device = 0;
   int r = cu.mem_alloc(&device, bytes > 0 ? bytes : 1);
   if (r != 0) device_failed("cuMemAlloc_v2", r);
-  device_copy((void *)(uintptr_t)device, host, bytes);
   return (void *)(uintptr_t)device;
 }
 
-/* After the call: its result back into host, and the device copy freed. */
-void ftest_down(void *host, void *device, size_t bytes) {
-  if (device == host) return;
-  device_copy(host, device, bytes);
-  int r = cu.mem_free((DevicePtr)(uintptr_t)device);
+void devmem_free(void *device) {
+  int r = device != NULL ? cu.mem_free((DevicePtr)(uintptr_t)device) : 0;
   if (r != 0) device_failed("cuMemFree_v2", r);
+}
+
+void *devmem_up(void *host, size_t bytes) {
+  if (!devmem_on_device) return host;
+  void *device = devmem_alloc(bytes);
+  devmem_copy(device, host, bytes);
+  return device;
+}
+
+/* After the call: its result back into host, and the device copy freed. */
+void devmem_down(void *host, void *device, size_t bytes) {
+  if (device == host) return;
+  devmem_copy(host, device, bytes);
+  devmem_free(device);
 }

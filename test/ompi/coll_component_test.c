@@ -21,7 +21,6 @@
  * The ranks agree on the outcome through Open MPI's communicator; exits 1 if anything was
  * wrong. */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "coll_component_device.h"
 
 static int rank, size, wrong;
 static int cases;     /* digest lines printed */
@@ -100,104 +101,8 @@ static double value(MPI_Op op, const Type *t, int r, size_t i) {
 /* ------------------------------------------------------------ device memory */
 
 /* COLL_TEST_MEMORY=device puts MPI_COMM_WORLD's copy of every buffer in CUDA device memory,
- * =mixed only on odd ranks (even ranks keep host memory); Open MPI's copy stays in host memory.
- * The driver API comes from libcuda.so.1 through dlsym, so no CUDA header is needed: a real
- * GPU's driver, or the fake one (fake_cuda.c), whose device memory the CPU cannot touch. */
-typedef unsigned long long DevicePtr; /* CUdeviceptr */
-static struct {
-  int (*init)(unsigned);
-  int (*device_get_count)(int *);
-  int (*device_get)(int *, int);
-  int (*primary_ctx_retain)(void **, int);
-  int (*ctx_set_current)(void *);
-  int (*mem_alloc)(DevicePtr *, size_t);
-  int (*mem_free)(DevicePtr);
-  int (*memcpy)(DevicePtr, DevicePtr, size_t);
-} cu;
-static int on_device; /* this rank's MPI_COMM_WORLD buffers are device memory */
-
-/* A device memory failure ends the run: the results could not be told apart from it. */
-static void device_failed(const char *call, int result) {
-  printf("FAIL rank %d: %s returned CUDA error %d\n", rank, call, result);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-}
-
-static void load_symbol(void *lib, const char *name, void *fn) {
-  void *symbol = dlsym(lib, name);
-  if (symbol == NULL) device_failed(name, -1);
-  memcpy(fn, &symbol, sizeof symbol); /* POSIX's way from an object to a function pointer */
-}
-
-/* This rank's device (rank modulo the devices visible), current on this thread. */
-static void open_device(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == NULL) {
-    printf("FAIL rank %d: COLL_TEST_MEMORY asks for device memory: %s\n", rank, dlerror());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  load_symbol(lib, "cuInit", &cu.init);
-  load_symbol(lib, "cuDeviceGetCount", &cu.device_get_count);
-  load_symbol(lib, "cuDeviceGet", &cu.device_get);
-  load_symbol(lib, "cuDevicePrimaryCtxRetain", &cu.primary_ctx_retain);
-  load_symbol(lib, "cuCtxSetCurrent", &cu.ctx_set_current);
-  load_symbol(lib, "cuMemAlloc_v2", &cu.mem_alloc);
-  load_symbol(lib, "cuMemFree_v2", &cu.mem_free);
-  load_symbol(lib, "cuMemcpy", &cu.memcpy);
-  int r, count = 0, device = 0;
-  void *context = NULL;
-  if ((r = cu.init(0)) != 0) device_failed("cuInit", r);
-  if ((r = cu.device_get_count(&count)) != 0 || count == 0) device_failed("cuDeviceGetCount", r);
-  if ((r = cu.device_get(&device, rank % count)) != 0) device_failed("cuDeviceGet", r);
-  if ((r = cu.primary_ctx_retain(&context, device)) != 0) device_failed("cuDevicePrimaryCtxRetain", r);
-  if ((r = cu.ctx_set_current(context)) != 0) device_failed("cuCtxSetCurrent", r);
-}
-
-static char *device_alloc(size_t bytes) {
-  DevicePtr p = 0;
-  int r = cu.mem_alloc(&p, bytes);
-  if (r != 0) device_failed("cuMemAlloc_v2", r);
-  return (char *)(uintptr_t)p;
-}
-
-static void device_free(void *p) {
-  int r = p != NULL ? cu.mem_free((DevicePtr)(uintptr_t)p) : 0;
-  if (r != 0) device_failed("cuMemFree_v2", r);
-}
-
-static void device_copy(void *to, const void *from, size_t bytes) {
-  int r = cu.memcpy((DevicePtr)(uintptr_t)to, (DevicePtr)(uintptr_t)from, bytes);
-  if (r != 0) device_failed("cuMemcpy", r);
-}
-
-/* What MPI_COMM_WORLD's call gets for the `bytes` at host: a device copy of them where this
- * rank's buffers are on the device, host itself elsewhere. */
-static void *world_buffer(void *host, size_t bytes) {
-  if (!on_device) return host;
-  char *device = device_alloc(bytes);
-  device_copy(device, host, bytes);
-  return device;
-}
-
-/* After the call: its result back into host, and the device copy freed. */
-static void world_done(void *host, void *buffer, size_t bytes) {
-  if (buffer == host) return;
-  device_copy(host, buffer, bytes);
-  device_free(buffer);
-}
-
-/* COLL_TEST_MEMORY: host (the default), device, or mixed. */
-static void choose_memory(void) {
-  const char *memory = getenv("COLL_TEST_MEMORY");
-  if (memory == NULL || strcmp(memory, "host") == 0) return;
-  if (strcmp(memory, "device") != 0 && strcmp(memory, "mixed") != 0) {
-    printf("FAIL COLL_TEST_MEMORY=%s: host, device or mixed\n", memory);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  on_device = strcmp(memory, "device") == 0 || rank % 2 == 1;
-  if (on_device) open_device();
-  if (rank == 0) printf("memory: MPI_COMM_WORLD's buffers in device memory on %s ranks\n",
-                        strcmp(memory, "device") == 0 ? "all" : "odd");
-}
+ * =mixed only on odd ranks (even ranks keep host memory); Open MPI's copy stays in host memory
+ * (coll_component_device.h). */
 
 /* ------------------------------------------------------------ buffers, in two copies */
 
@@ -230,7 +135,7 @@ static Buffer buffer_new(enum Side side, const Type *type, size_t elems) {
     b.copy[k] = malloc(b.elems * type->size);
     for (size_t i = 0; i < b.elems; ++i) store(type, b.copy[k], i, sentinel(type, side, i));
   }
-  if (on_device) b.device = device_alloc(b.elems * type->size);
+  if (devmem_on_device) b.device = devmem_alloc(b.elems * type->size);
   return b;
 }
 
@@ -240,11 +145,11 @@ static void *arg(const Buffer *b, int k) {
 }
 
 static void upload(const Buffer *b) {
-  if (b->device != NULL) device_copy(b->device, b->copy[0], b->elems * b->type->size);
+  if (b->device != NULL) devmem_copy(b->device, b->copy[0], b->elems * b->type->size);
 }
 
 static void download(Buffer *b) {
-  if (b->device != NULL) device_copy(b->copy[0], b->device, b->elems * b->type->size);
+  if (b->device != NULL) devmem_copy(b->copy[0], b->device, b->elems * b->type->size);
 }
 
 static void put(Buffer *b, size_t i, double v) {
@@ -401,7 +306,7 @@ static int right_values(const Job *j) {
 static void buffer_free(Buffer *b) {
   free(b->copy[0]);
   free(b->copy[1]);
-  device_free(b->device);
+  devmem_free(b->device);
 }
 
 /* Checks the values, compares every buffer with Open MPI's, prints "rank case digest" (WRONG
@@ -1056,10 +961,10 @@ static void test_fallbacks(void) {
     double value;
     int rank;
   } pair = {(double)((rank * 5) % size), rank}, best;
-  void *in = world_buffer(&pair, sizeof pair), *out = world_buffer(&best, sizeof best);
+  void *in = devmem_up(&pair, sizeof pair), *out = devmem_up(&best, sizeof best);
   MPI_Allreduce(in, out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
-  world_done(&pair, in, sizeof pair);
-  world_done(&best, out, sizeof best);
+  devmem_down(&pair, in, sizeof pair);
+  devmem_down(&best, out, sizeof best);
   double max = 0;
   int at = 0;
   for (int r = 0; r < size; ++r)
@@ -1070,18 +975,18 @@ static void test_fallbacks(void) {
   MPI_Op op;
   MPI_Op_create(user_sum, 1, &op);
   int mine = rank + 1, sum = 0;
-  in = world_buffer(&mine, sizeof mine), out = world_buffer(&sum, sizeof sum);
+  in = devmem_up(&mine, sizeof mine), out = devmem_up(&sum, sizeof sum);
   MPI_Allreduce(in, out, 1, MPI_INT, op, MPI_COMM_WORLD);
-  world_done(&mine, in, sizeof mine);
-  world_done(&sum, out, sizeof sum);
+  devmem_down(&mine, in, sizeof mine);
+  devmem_down(&sum, out, sizeof sum);
   check("fallback-allreduce-userop", sum == size * (size + 1) / 2, &sum, sizeof sum);
   MPI_Op_free(&op);
 
   short s = (short)(rank + 1), ssum = 0;
-  in = world_buffer(&s, sizeof s), out = world_buffer(&ssum, sizeof ssum);
+  in = devmem_up(&s, sizeof s), out = devmem_up(&ssum, sizeof ssum);
   MPI_Allreduce(in, out, 1, MPI_SHORT, MPI_SUM, MPI_COMM_WORLD);
-  world_done(&s, in, sizeof s);
-  world_done(&ssum, out, sizeof ssum);
+  devmem_down(&s, in, sizeof s);
+  devmem_down(&ssum, out, sizeof ssum);
   check("fallback-allreduce-short", ssum == size * (size + 1) / 2, &ssum, sizeof ssum);
 
   MPI_Datatype strided; /* every other int of 8 */
@@ -1089,9 +994,9 @@ static void test_fallbacks(void) {
   MPI_Type_commit(&strided);
   int buf[8];
   for (int i = 0; i < 8; ++i) buf[i] = rank == 0 ? i : -1;
-  void *world = world_buffer(buf, sizeof buf);
+  void *world = devmem_up(buf, sizeof buf);
   MPI_Bcast(world, 1, strided, 0, MPI_COMM_WORLD);
-  world_done(buf, world, sizeof buf);
+  devmem_down(buf, world, sizeof buf);
   int ok = 1;
   for (int i = 0; i < 8; ++i) ok &= buf[i] == (i % 2 == 0 || rank == 0 ? i : -1);
   check("fallback-bcast-strided", ok, buf, sizeof buf);
@@ -1104,10 +1009,10 @@ static void test_split(void) {
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
   int one = 1, count = 0, half_size = 0;
   MPI_Comm_size(half, &half_size);
-  void *in = world_buffer(&one, sizeof one), *out = world_buffer(&count, sizeof count);
+  void *in = devmem_up(&one, sizeof one), *out = devmem_up(&count, sizeof count);
   MPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, half);
-  world_done(&one, in, sizeof one);
-  world_done(&count, out, sizeof count);
+  devmem_down(&one, in, sizeof one);
+  devmem_down(&count, out, sizeof count);
   check("split-allreduce", count == half_size, &count, sizeof count);
   MPI_Comm_free(&half);
 }
@@ -1130,13 +1035,13 @@ static void test_memory_switch(void) {
   int ok = 1, phase = 0;
   for (int i = 0; i < kCalls; ++i) {
     for (int e = 0; e < kCount; ++e) in[e] = (rank + 1) * (e % 97 + i), out[e] = -1;
-    const int saved = on_device;
-    on_device = saved && !host_in_switch(i);
-    void *send = world_buffer(in, sizeof in), *recv = world_buffer(out, sizeof out);
+    const int saved = devmem_on_device;
+    devmem_on_device = saved && !host_in_switch(i);
+    void *send = devmem_up(in, sizeof in), *recv = devmem_up(out, sizeof out);
     MPI_Allreduce(send, recv, kCount, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    world_done(in, send, sizeof in);
-    world_done(out, recv, sizeof out);
-    on_device = saved;
+    devmem_down(in, send, sizeof in);
+    devmem_down(out, recv, sizeof out);
+    devmem_on_device = saved;
     const int ranks_sum = size * (size + 1) / 2;
     for (int e = 0; e < kCount; ++e) ok &= out[e] == ranks_sum * (e % 97 + i);
     h = digest(h, out, sizeof out);
@@ -1156,10 +1061,10 @@ static void test_memory_switch(void) {
  * MPI's communicator is made after it. */
 static void open_communicators(void) {
   int one = 1, ranks = 0;
-  void *in = world_buffer(&one, sizeof one), *out = world_buffer(&ranks, sizeof ranks);
+  void *in = devmem_up(&one, sizeof one), *out = devmem_up(&ranks, sizeof ranks);
   MPI_Allreduce(in, out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  world_done(&one, in, sizeof one);
-  world_done(&ranks, out, sizeof ranks);
+  devmem_down(&one, in, sizeof one);
+  devmem_down(&ranks, out, sizeof ranks);
   check("first-allreduce", ranks == size, &ranks, sizeof ranks);
   MPI_Info info;
   MPI_Info_create(&info);
@@ -1180,7 +1085,7 @@ int main(int argc, char **argv) {
   if (late != NULL && sscanf(late, "%d:%d", &late_rank, &late_seconds) == 2 && rank == late_rank) {
     sleep((unsigned)late_seconds);
   }
-  choose_memory();
+  devmem_init(rank);
   open_communicators();
   test_blocking();
   test_nonblocking();

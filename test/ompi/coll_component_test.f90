@@ -10,20 +10,20 @@ program coll_component_test
   implicit none
   interface
     ! coll_component_device.c
-    subroutine ftest_memory_init(world_rank) bind(C, name='ftest_memory_init')
+    subroutine devmem_init(world_rank) bind(C, name='devmem_init')
       import :: c_int
       integer(c_int), value :: world_rank
-    end subroutine ftest_memory_init
-    type(c_ptr) function ftest_up(host, bytes) bind(C, name='ftest_up')
+    end subroutine devmem_init
+    type(c_ptr) function devmem_up(host, bytes) bind(C, name='devmem_up')
       import :: c_ptr, c_size_t
       type(c_ptr), value :: host
       integer(c_size_t), value :: bytes
-    end function ftest_up
-    subroutine ftest_down(host, device, bytes) bind(C, name='ftest_down')
+    end function devmem_up
+    subroutine devmem_down(host, device, bytes) bind(C, name='devmem_down')
       import :: c_ptr, c_size_t
       type(c_ptr), value :: host, device
       integer(c_size_t), value :: bytes
-    end subroutine ftest_down
+    end subroutine devmem_down
   end interface
   integer :: ierr, rank, nranks, wrong, cases, i, r, n, root, req, total_size
   integer, target :: mine(2), total(2)
@@ -42,7 +42,7 @@ program coll_component_test
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  call ftest_memory_init(int(rank, c_int))
+  call devmem_init(int(rank, c_int))
   wrong = 0
   cases = 0
   allocate(rcounts(nranks), displs(nranks))
@@ -280,14 +280,14 @@ contains
   subroutine up_i(host, world)
     integer, intent(inout), target, contiguous :: host(:)
     integer, intent(out), pointer, contiguous :: world(:)
-    call c_f_pointer(ftest_up(c_loc(host), bytes_i(host)), world, shape(host))
+    call c_f_pointer(devmem_up(c_loc(host), bytes_i(host)), world, shape(host))
   end subroutine up_i
 
   ! After the call: what the device copy holds back into host, and the copy freed.
   subroutine down_i(host, world)
     integer, intent(inout), target, contiguous :: host(:)
     integer, intent(inout), pointer, contiguous :: world(:)
-    call ftest_down(c_loc(host), c_loc(world), bytes_i(host))
+    call devmem_down(c_loc(host), c_loc(world), bytes_i(host))
     nullify(world)
   end subroutine down_i
 
@@ -300,13 +300,13 @@ contains
   subroutine up_d(host, world)
     double precision, intent(inout), target, contiguous :: host(:)
     double precision, intent(out), pointer, contiguous :: world(:)
-    call c_f_pointer(ftest_up(c_loc(host), bytes_d(host)), world, shape(host))
+    call c_f_pointer(devmem_up(c_loc(host), bytes_d(host)), world, shape(host))
   end subroutine up_d
 
   subroutine down_d(host, world)
     double precision, intent(inout), target, contiguous :: host(:)
     double precision, intent(inout), pointer, contiguous :: world(:)
-    call ftest_down(c_loc(host), c_loc(world), bytes_d(host))
+    call devmem_down(c_loc(host), c_loc(world), bytes_d(host))
     nullify(world)
   end subroutine down_d
 

@@ -58,7 +58,7 @@ OMPI_MCA_mca_base_component_path="$path" ompi_info --param coll cohort --level 9
 result $? "ompi_info lists the component's parameters (priority 40, init_timeout 300 by default)"
 
 # shellcheck disable=SC2086
-$CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
+$CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/ctest" "$SRCDIR/coll_component_test.c" "$SRCDIR/coll_component_device.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1
 result $? "the C test program builds against mpi.h alone"
 
 run_timeout=300  # seconds an mpirun may take

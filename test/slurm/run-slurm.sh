@@ -78,7 +78,7 @@ result $up "slurmctld and slurmd start on 127.0.0.1 (ports $port, $((port + 1)))
 
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1 &&
   # shellcheck disable=SC2086
-  $CC -std=c99 -O1 -o "$stage/ctest" "$TOP_SRCDIR/test/ompi/coll_component_test.c" $MPI_CFLAGS $MPI_LIBS >>"$log" 2>&1
+  $CC -std=c99 -O1 -o "$stage/ctest" "$TOP_SRCDIR/test/ompi/coll_component_test.c" "$TOP_SRCDIR/test/ompi/coll_component_device.c" $MPI_CFLAGS $MPI_LIBS >>"$log" 2>&1
 result $? "Cohort installed into a staging folder; the unmodified C MPI test program built"
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 export COHORT_PREFIX=$stage/root$prefix
