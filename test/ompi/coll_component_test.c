@@ -86,8 +86,27 @@ static double load(const Type *t, const void *buf, size_t i) {
 }
 
 #define NUM(a) (sizeof(a) / sizeof((a)[0]))
-/* 65537 elements take every collective past its small-message path. */
-static const size_t kCounts[] = {0, 1, 7, 1023, 65537};
+/* 65537 elements take every collective past its small-message path.  COLL_TEST_COUNTS (a
+ * comma-separated list of up to 8) replaces them, e.g. 0,1,7,4099,1048576 on a GPU. */
+static size_t kCounts[8] = {0, 1, 7, 1023, 65537};
+static size_t num_counts = 5;
+
+static void choose_counts(void) {
+  const char *list = getenv("COLL_TEST_COUNTS");
+  if (list == NULL || *list == '\0') return;
+  num_counts = 0;
+  for (const char *p = list;
+       p != NULL && *p != '\0' && num_counts < sizeof kCounts / sizeof kCounts[0];) {
+    char *end = NULL;
+    kCounts[num_counts++] = (size_t)strtoull(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0')) {
+      printf("FAIL COLL_TEST_COUNTS=%s: a comma-separated list of counts\n", list);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    p = *end == ',' ? end + 1 : NULL;
+  }
+  if (rank == 0) printf("counts: %s\n", list);
+}
 static const MPI_Op kOps[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
 static const char *const kOpNames[] = {"sum", "prod", "min", "max"};
 
@@ -604,7 +623,8 @@ static void setup_gather(Job *j) {
 static void call_gather(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   BLOCKING_OR_NOT(MPI_Gather, MPI_Igather, send_arg(j, k, c->in_place && rank == c->root),
-                  (int)c->count, datatype(c), arg(&j->recv, k), (int)c->count, datatype(c), c->root);
+                  (int)c->count, datatype(c), arg(&j->recv, k), (int)c->count, datatype(c),
+                  c->root);
 }
 
 static void expect_gather(const Job *j, double *want) {
@@ -676,8 +696,8 @@ static void setup_scatterv(Job *j) {
 static void call_scatterv(const Job *j, int k, MPI_Comm comm, MPI_Request *req) {
   const Case *c = &j->c;
   void *recv = c->in_place && rank == c->root ? MPI_IN_PLACE : arg(&j->recv, k);
-  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, arg(&j->send, k), j->scounts, j->sdispls, datatype(c),
-                  recv, j->scounts[rank], datatype(c), c->root);
+  BLOCKING_OR_NOT(MPI_Scatterv, MPI_Iscatterv, arg(&j->send, k), j->scounts, j->sdispls,
+                  datatype(c), recv, j->scounts[rank], datatype(c), c->root);
 }
 
 static void expect_scatterv(const Job *j, double *want) {
@@ -801,7 +821,7 @@ static void sweep(const Shape *s, const Type *const *types, size_t num_types) {
   int all_roots = s->coll == &kCollBcast;
   for (size_t t = 0; t < num_types; ++t)
     for (int o = 0; o < (s->reduces ? (int)NUM(kOps) : 1); ++o)
-      for (size_t n = 0; n < NUM(kCounts); ++n)
+      for (size_t n = 0; n < num_counts; ++n)
         for (int k = 0; k < (s->rooted ? (all_roots ? size : 2) : 1); ++k)
           for (int in_place = 0; in_place < (s->in_place ? 2 : 1); ++in_place) {
             const Case c = {.type = types[t],
@@ -837,7 +857,7 @@ static void test_blocking(void) {
   MPI_Datatype triple; /* a contiguous derived type: moves as bytes on Cohort */
   MPI_Type_contiguous(3, MPI_INT, &triple);
   MPI_Type_commit(&triple);
-  for (size_t n = 0; n < NUM(kCounts); ++n)
+  for (size_t n = 0; n < num_counts; ++n)
     for (int in_place = 0; in_place < 2; ++in_place)
       for (int derived = 0; derived < 2; ++derived) {
         const Case c = {.type = kInt,
@@ -900,11 +920,11 @@ static void run_group(size_t n, enum Form form) {
 
 static void test_nonblocking(void) {
   for (size_t s = 0; s < NUM(kShapes); ++s)
-    for (size_t n = 0; n < NUM(kCounts); ++n)
+    for (size_t n = 0; n < num_counts; ++n)
       run_case(kShapes[s].coll, nonblocking_case(&kShapes[s], n, kWait));
-  for (size_t n = 0; n < NUM(kCounts); ++n) run_group(n, n % 2 ? kWaitReverse : kWaitall);
+  for (size_t n = 0; n < num_counts; ++n) run_group(n, n % 2 ? kWaitReverse : kWaitall);
   /* Polled with MPI_Test: the largest count, so that it takes many polls. */
-  const size_t last = NUM(kCounts) - 1;
+  const size_t last = num_counts - 1;
   run_case(&kCollAllreduce, nonblocking_case(&kShapes[0], last, kTest));
   run_case(&kCollAlltoallv, nonblocking_case(&kShapes[NUM(kShapes) - 1], last, kTest));
 }
@@ -1086,6 +1106,7 @@ int main(int argc, char **argv) {
     sleep((unsigned)late_seconds);
   }
   devmem_init(rank);
+  choose_counts();
   open_communicators();
   test_blocking();
   test_nonblocking();
