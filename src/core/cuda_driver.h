@@ -1,8 +1,8 @@
 // The CUDA driver (libcuda.so.1), loaded at run time: a machine without a driver (or a build
 // without CUDA) still runs Cohort on host memory.  Only what every process needs before it
 // touches a GPU lives here: whether the calling thread has a CUDA context, and where a buffer
-// lives.  Asking costs a thread-local read without a context and about 1 us per pointer with
-// one (measured on the H200), so threads without a context are never asked about pointers.
+// lives.  Asking costs a thread-local read without a context and about 0.09 us per pointer
+// with one (measured on the H200), so threads without a context are never asked about pointers.
 #pragma once
 
 #include <cstdint>
