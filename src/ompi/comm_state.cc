@@ -188,13 +188,14 @@ int CommState::mpi_max(CallId call, int mine) {
   return all;
 }
 
-bool CommState::all_on_device(CallId call, int key, bool mine) {
+bool CommState::all_on_device(CallId call, const coll_cohort_args_t &args, bool mine) {
   if (memory_ == Memory::kUnknown) {
     int devices = 0;
     cohort_cuda_device_count(&devices);
     memory_ = mpi_max(call, devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
   }
   if (memory_ == Memory::kHostOnly || params().uniform_memory) return mine;
+  const int key = RouteMemo::key(args.kind, uniform_bytes(args, MPI_Type_size));
   if (std::optional<bool> known = routes_.recall(key)) return *known;
   // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
   // exists; before, over Open MPI, so that no team is made for calls that stay there.

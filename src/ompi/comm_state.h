@@ -77,7 +77,7 @@ class CommState : NonCopyable {
   // now and then for calls of one collective and size class (RouteMemo): in between, every
   // rank takes the remembered route, and a rank whose buffers are elsewhere stages them
   // there.  coll_cohort_uniform_memory says the kinds always match: no agreement at all.
-  bool all_on_device(CallId call, int key, bool mine);
+  bool all_on_device(CallId call, const coll_cohort_args_t &args, bool mine);
   // True while this state runs its own MPI call (the agreement's fallback): not counted.
   bool agreeing() const { return agreeing_; }
 

@@ -234,9 +234,8 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   // buffers on any rank: nothing to agree on (with the agreement, a barrier through the
   // component took 9.7 us against Cohort's 1.7 at 4 ranks on an H100).
   const bool on_gpu = where == Placement::kDevice;
-  const int key = RouteMemo::key(args.kind, uniform_bytes(args, MPI_Type_size));
   const bool all_on_gpu = !nonblocking && route.call.kind() != COLL_COHORT_BARRIER &&
-                          state->all_on_device(route.id, key, on_gpu);
+                          state->all_on_device(route.id, args, on_gpu);
   if (where == Placement::kHost && !all_on_gpu) {
     // One rank alone: nothing to gain over Open MPI's self module, which only copies; it is
     // served for its device memory, which that module would touch.

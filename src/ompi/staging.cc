@@ -25,22 +25,29 @@ Ptr moved(Ptr ptr, const char *from, char *copy) {
 // look like an in-place call.
 char g_no_bytes[2][16];
 
-// A device pointer of the call that staging did not move: a side with nothing in it.
-template <typename Ptr>
-void replace_empty(Ptr *ptr, char *stand_in) {
-  if (*ptr == nullptr || *ptr == MPI_IN_PLACE || !on_device(*ptr)) return;
-  *ptr = static_cast<Ptr>(static_cast<void *>(stand_in));
+// Gives the call's sides that move nothing (a count of 0 on this rank: no region in
+// `buffers`) a stand-in where `elsewhere` says their pointer is not in the memory the call runs
+// on.  A side with a region was asked about already (and staged): only the empty ones cost a
+// driver query here.  False when `stand_in` has none to give (out of memory).
+template <typename Elsewhere, typename StandIn>
+bool hide_empty_sides(const CallBuffers &buffers, coll_cohort_args_t *args, Elsewhere elsewhere,
+                      StandIn stand_in) {
+  bool has[2] = {false, false};
+  for (const BufferUse &b : buffers) has[b.side == Side::kSend ? 0 : 1] = true;
+  auto hide = [&](auto *ptr, int side) {
+    if (has[side] || *ptr == nullptr || *ptr == MPI_IN_PLACE || !elsewhere(*ptr)) return true;
+    char *replacement = stand_in(side);
+    if (replacement == nullptr) return false;
+    *ptr = static_cast<std::remove_pointer_t<decltype(ptr)>>(static_cast<void *>(replacement));
+    return true;
+  };
+  return hide(&args->sbuf, 0) && hide(&args->rbuf, 1);
 }
 
 }  // namespace
 
 void hide_empty_device_sides(const CallBuffers &buffers, coll_cohort_args_t *args) {
-  // A side with a region was asked about already (and staged if on the device): only the
-  // empty ones cost a driver query here.
-  bool has[2] = {false, false};
-  for (const BufferUse &b : buffers) has[b.side == Side::kSend ? 0 : 1] = true;
-  if (!has[0]) replace_empty(&args->sbuf, g_no_bytes[0]);
-  if (!has[1]) replace_empty(&args->rbuf, g_no_bytes[1]);
+  hide_empty_sides(buffers, args, on_device, [](int side) { return g_no_bytes[side]; });
 }
 
 namespace {
@@ -124,9 +131,9 @@ cohort_status_t Staging::copy_bytes(void *dst, const void *src, size_t bytes) {
 // Device memory moves to a host pool; host memory (pageable or pinned: the GPU path takes
 // device memory only) to a device pool.  Managed memory stays: both sides can touch it.
 bool Staging::moves(const void *region) const {
+  if (pool_.memory() == StagingPool::Memory::kHost) return on_device(region);
   cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
   if (cohort_memory_kind(region, &kind) != COHORT_SUCCESS) kind = COHORT_MEMORY_HOST;
-  if (pool_.memory() == StagingPool::Memory::kHost) return kind == COHORT_MEMORY_CUDA_DEVICE;
   return kind == COHORT_MEMORY_HOST || kind == COHORT_MEMORY_CUDA_HOST;
 }
 
@@ -149,25 +156,12 @@ cohort_status_t Staging::stage(const Call &call, const CallBuffers &buffers,
   }
   if (pool_.memory() == StagingPool::Memory::kHost) {
     hide_empty_device_sides(buffers, args);
-  } else if (!hide_empty_host_sides(buffers, args)) {
-    return COHORT_ERR_NO_MEMORY;
+  } else if (!hide_empty_sides(
+                 buffers, args, [this](const void *p) { return moves(p); },
+                 [this](int side) { return pool_.stand_in(side); })) {
+    return COHORT_ERR_NO_MEMORY;  // host pointers of empty sides need device stand-ins
   }
   return COHORT_SUCCESS;
-}
-
-// The other way round from hide_empty_device_sides: host pointers of sides that move nothing
-// become device stand-ins, so that the GPU path sees device memory only.
-bool Staging::hide_empty_host_sides(const CallBuffers &buffers, coll_cohort_args_t *args) {
-  bool has[2] = {false, false};
-  for (const BufferUse &b : buffers) has[b.side == Side::kSend ? 0 : 1] = true;
-  auto hide = [&](auto *ptr, int side) {
-    if (has[side] || *ptr == nullptr || *ptr == MPI_IN_PLACE || !moves(*ptr)) return true;
-    char *stand_in = pool_.stand_in(side);
-    if (stand_in == nullptr) return false;
-    *ptr = static_cast<std::remove_pointer_t<decltype(ptr)>>(static_cast<void *>(stand_in));
-    return true;
-  };
-  return hide(&args->sbuf, 0) && hide(&args->rbuf, 1);
 }
 
 cohort_status_t Staging::unstage() {

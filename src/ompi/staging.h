@@ -89,7 +89,6 @@ class Staging {
   };
   cohort_status_t copy_bytes(void *dst, const void *src, size_t bytes);
   bool moves(const void *region) const;  // not in the pool's memory
-  bool hide_empty_host_sides(const CallBuffers &buffers, coll_cohort_args_t *args);
 
   StagingPool &pool_;
   StagingCost &cost_;
