@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -59,10 +60,12 @@ void print_gpu_header(const SweepOptions &opt, const GpuSetup &setup) {
     printf("# roofline: not measured: %s\n", setup.copy_failed.c_str());
   }
   if (setup.nccl) {
+    const char *nvls = getenv("NCCL_NVLS_ENABLE");
     printf(
-        "# nccl: NCCL %s (libnccl.so.2): ncclAllReduce on the same buffers and stream, timed the "
-        "same way; ratio = Cohort time / NCCL time\n",
-        setup.nccl->version().c_str());
+        "# nccl: NCCL %s (libnccl.so.2, NCCL_NVLS_ENABLE=%s): its call on the same buffers and "
+        "stream, timed the same way (and replayed from a graph with --graph); ratio = Cohort "
+        "time / NCCL time\n",
+        setup.nccl->version().c_str(), nvls != nullptr ? nvls : "(unset)");
   } else if (opt.vs_nccl) {
     printf("# nccl: not compared: %s\n", setup.nccl_skipped.c_str());
   }

@@ -1,6 +1,7 @@
 #include "perf_nccl.h"
 
 #include "core/build_info.h"
+#include "coll/dtype.h"
 #include "perf_job.h"
 
 #if COHORT_HAVE_CUDA && __has_include(<nccl.h>)
@@ -34,6 +35,14 @@ struct Nccl::Api {
   decltype(&ncclCommInitRank) comm_init_rank = nullptr;
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
   decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclReduce) reduce = nullptr;
+  decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclAllGather) all_gather = nullptr;
+  decltype(&ncclReduceScatter) reduce_scatter = nullptr;
+  decltype(&ncclSend) send = nullptr;
+  decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclGroupStart) group_start = nullptr;
+  decltype(&ncclGroupEnd) group_end = nullptr;
   decltype(&ncclGetErrorString) get_error_string = nullptr;
 };
 
@@ -87,6 +96,13 @@ std::unique_ptr<Nccl> Nccl::load(std::string *why) {
       !find(library, "ncclCommInitRank", &api->comm_init_rank, why) ||
       !find(library, "ncclCommDestroy", &api->comm_destroy, why) ||
       !find(library, "ncclAllReduce", &api->all_reduce, why) ||
+      !find(library, "ncclReduce", &api->reduce, why) ||
+      !find(library, "ncclBroadcast", &api->broadcast, why) ||
+      !find(library, "ncclAllGather", &api->all_gather, why) ||
+      !find(library, "ncclReduceScatter", &api->reduce_scatter, why) ||
+      !find(library, "ncclSend", &api->send, why) || !find(library, "ncclRecv", &api->recv, why) ||
+      !find(library, "ncclGroupStart", &api->group_start, why) ||
+      !find(library, "ncclGroupEnd", &api->group_end, why) ||
       !find(library, "ncclGetErrorString", &api->get_error_string, why)) {
     return nullptr;
   }
@@ -128,11 +144,62 @@ std::string Nccl::destroy() {
   return r == ncclSuccess ? "" : std::string("ncclCommDestroy: ") + api_->get_error_string(r);
 }
 
-std::string Nccl::allreduce(const Call &c, void *stream) {
-  const ncclResult_t r =
-      api_->all_reduce(c.send, c.recv, c.count, nccl_type(c.dtype), nccl_op(c.op),
-                       static_cast<ncclComm_t>(comm_), static_cast<cudaStream_t>(stream));
-  return r == ncclSuccess ? "" : std::string("ncclAllReduce: ") + api_->get_error_string(r);
+namespace {
+
+// "" or "NAME: NCCL's error string".
+std::string said(const char *name, ncclResult_t r, decltype(&ncclGetErrorString) error_string) {
+  return r == ncclSuccess ? "" : std::string(name) + ": " + error_string(r);
+}
+
+}  // namespace
+
+std::string Nccl::alltoall(const Call &c, void *stream) {
+  const Api &a = *api_;
+  auto comm = static_cast<ncclComm_t>(comm_);
+  auto s = static_cast<cudaStream_t>(stream);
+  const ncclDataType_t type = nccl_type(c.dtype);
+  const size_t block = c.count * coll::dtype_size(c.dtype);
+  ncclResult_t r = a.group_start();
+  if (r != ncclSuccess) return said("ncclGroupStart", r, a.get_error_string);
+  for (int peer = 0; peer < c.ranks && r == ncclSuccess; ++peer) {
+    r = a.send(static_cast<const char *>(c.send) + peer * block, c.count, type, peer, comm, s);
+    if (r == ncclSuccess)
+      r = a.recv(static_cast<char *>(c.recv) + peer * block, c.count, type, peer, comm, s);
+  }
+  const ncclResult_t end = a.group_end();  // always: a group left open breaks every later call
+  if (r != ncclSuccess) return said("ncclSend/ncclRecv", r, a.get_error_string);
+  return said("ncclGroupEnd", end, a.get_error_string);
+}
+
+const char *Nccl::unavailable(Collective c) {
+  return c == Collective::kBarrier ? "NCCL has no barrier" : nullptr;
+}
+
+std::string Nccl::run(const Call &c, void *stream) {
+  const Api &a = *api_;
+  auto comm = static_cast<ncclComm_t>(comm_);
+  auto s = static_cast<cudaStream_t>(stream);
+  const ncclDataType_t type = nccl_type(c.dtype);
+  const ncclRedOp_t op = nccl_op(c.op);
+  switch (c.collective) {
+    case Collective::kAllreduce:
+      return said("ncclAllReduce", a.all_reduce(c.send, c.recv, c.count, type, op, comm, s),
+                  a.get_error_string);
+    case Collective::kReduce:
+      return said("ncclReduce", a.reduce(c.send, c.recv, c.count, type, op, c.root, comm, s),
+                  a.get_error_string);
+    case Collective::kBroadcast:
+      return said("ncclBroadcast", a.broadcast(c.send, c.recv, c.count, type, c.root, comm, s),
+                  a.get_error_string);
+    case Collective::kAllgather:
+      return said("ncclAllGather", a.all_gather(c.send, c.recv, c.count, type, comm, s),
+                  a.get_error_string);
+    case Collective::kReduceScatter:
+      return said("ncclReduceScatter", a.reduce_scatter(c.send, c.recv, c.count, type, op, comm, s),
+                  a.get_error_string);
+    case Collective::kAlltoall: return alltoall(c, stream);
+    default: return std::string("NCCL has no ") + coll::collective_name(c.collective);
+  }
 }
 
 #else  // no CUDA, or no nccl.h to build against
@@ -150,7 +217,9 @@ Nccl::~Nccl() = default;
 std::string Nccl::version() const { return "?"; }
 std::string Nccl::init(MPI_Comm) { return "no NCCL"; }
 std::string Nccl::destroy() { return ""; }
-std::string Nccl::allreduce(const Call &, void *) { return "no NCCL"; }
+const char *Nccl::unavailable(Collective) { return "no NCCL"; }
+std::string Nccl::run(const Call &, void *) { return "no NCCL"; }
+std::string Nccl::alltoall(const Call &, void *) { return "no NCCL"; }
 
 #endif
 

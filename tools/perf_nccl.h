@@ -1,7 +1,8 @@
-// cohort_perf --vs-nccl: NCCL as the reference for GPU allreduce and for team creation,
-// loaded at run time (dlopen "libnccl.so.2": no link-time dependency; a missing library is
-// said, and the run goes on without).  NCCL refuses two ranks on one GPU, so it runs only
-// where every rank has a GPU of its own (one rank on a machine of one GPU).
+// cohort_perf --vs-nccl: NCCL as the reference for the GPU collectives (allreduce, reduce,
+// broadcast, allgather, reduce-scatter, alltoall; not the barrier, which NCCL has not) and for
+// team creation, loaded at run time (dlopen "libnccl.so.2": no link-time dependency; a missing
+// library is said, and the run goes on without).  NCCL refuses two ranks on one GPU, so it runs
+// only where every rank has a GPU of its own (one rank on a machine of one GPU).
 #pragma once
 
 #include <mpi.h>
@@ -26,12 +27,17 @@ class Nccl {
   // rank (the current CUDA device).  "" or the error.
   std::string init(MPI_Comm comm);
   std::string destroy();
-  // ncclAllReduce of the call's buffers, count, type and op on `stream`; "" or the error.
-  std::string allreduce(const Call &call, void *stream);
+  // nullptr when NCCL makes the same call, else why not (the barrier: NCCL has none).
+  static const char *unavailable(Collective c);
+  // NCCL's call on the call's buffers, count, type, op and root, on `stream`, with the same
+  // in-place conventions (perf_coll.h); alltoall is ncclSend + ncclRecv to every rank in one
+  // group, as nccl-tests and PyTorch's all_to_all make it.  "" or the error.
+  std::string run(const Call &call, void *stream);
 
  private:
   struct Api;  // the loaded functions
   explicit Nccl(std::unique_ptr<Api> api);
+  std::string alltoall(const Call &call, void *stream);
   std::unique_ptr<Api> api_;
   void *comm_ = nullptr;  // ncclComm_t
 };

@@ -56,7 +56,8 @@ class Sweep {
   template <class Once>
   double time_loop(int warmup, int iterations, const Once &once) const;
   Measurement measure(const CallArgs &args, const Pattern &pattern);
-  double time_graph(const Call &call);
+  template <class Run>
+  double time_graph(const Call &call, const char *who, const Run &run);
   long long check(const Call &call, const Shape &shape);
   [[noreturn]] void fail(const Call &call, const char *who, const char *status,
                          const std::string &detail) const;
@@ -197,16 +198,13 @@ bool Sweep::runs_on_gpu(Collective c, const std::vector<size_t> &sizes) {
   return false;
 }
 
-// Captures opt_.graph_ops calls into a CUDA graph, replays it once, then times enough replays
-// for ITERS calls: the time per call.
-double Sweep::time_graph(const Call &call) {
+// Captures opt_.graph_ops calls of run() (Cohort's or NCCL's: "" or the error) into a CUDA
+// graph, replays it once, then times enough replays for ITERS calls: the time per call.
+template <class Run>
+double Sweep::time_graph(const Call &call, const char *who, const Run &run) {
   StreamGraph graph;
-  const std::string why = graph.capture(memory_->stream(), opt_.graph_ops, [&]() -> std::string {
-    const cohort_status_t s = memory_->run(team_.get(), call);
-    return s == COHORT_SUCCESS ? ""
-                               : std::string(cohort_status_string(s)) + ": " + cohort_last_error();
-  });
-  or_fail(call, "capturing a CUDA graph of", why);
+  const std::string why = graph.capture(memory_->stream(), opt_.graph_ops, run);
+  or_fail(call, (std::string("capturing a CUDA graph of ") + who).c_str(), why);
   const double per_replay = time_loop(1, graph_replays(opt_), [&] {
     or_fail(call, "replaying the CUDA graph of", graph.launch(memory_->stream()));
   });
@@ -239,16 +237,24 @@ Measurement Sweep::measure(const CallArgs &args, const Pattern &pattern) {
   Measurement m;
   stage(call, args.shape);
   m.time_us = time_loop(opt_.warmup, opt_.iterations, [&] { run_cohort_once(call); });
-  if (opt_.graph_ops > 0 && call.count > 0) m.graph_us = time_graph(call);
+  const bool graph = opt_.graph_ops > 0 && call.count > 0;
+  if (graph) {
+    m.graph_us = time_graph(call, "Cohort's", [&]() -> std::string {
+      const cohort_status_t s = memory_->run(team_.get(), call);
+      return s == COHORT_SUCCESS
+                 ? ""
+                 : std::string(cohort_status_string(s)) + ": " + cohort_last_error();
+    });
+  }
   if (opt_.check) {
     expected_output(call, pattern, expected_.data());
     m.wrong = check(call, args.shape);
   }
-  if (gpu_.nccl && call.collective == Collective::kAllreduce) {
+  if (gpu_.nccl && Nccl::unavailable(call.collective) == nullptr) {
+    const auto nccl = [&] { return gpu_.nccl->run(call, memory_->stream()); };
     stage(call, args.shape);
-    m.nccl_us = time_loop(opt_.warmup, opt_.iterations, [&] {
-      or_fail(call, "NCCL", gpu_.nccl->allreduce(call, memory_->stream()));
-    });
+    m.nccl_us = time_loop(opt_.warmup, opt_.iterations, [&] { or_fail(call, "NCCL", nccl()); });
+    if (graph) m.nccl_graph_us = time_graph(call, "NCCL's", nccl);
   }
   if (opt_.vs_mpi) {
     m.mpi_na = mpi_unavailable(call);

@@ -46,6 +46,14 @@ void print_reference(const Row &row, double time_us, double reference_us) {
          format_or_dash(ratio, ratio ? time_us / reference_us : 0).c_str());
 }
 
+// The n-th row (from 0) of collective c, or nullptr.
+const Row *nth_row_of(const std::vector<Row> &rows, Collective c, size_t n) {
+  for (const Row &row : rows) {
+    if (row.collective == c && n-- == 0) return &row;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 double Roofline::floor_us(const Row &row) const {
@@ -73,8 +81,10 @@ void Table::print_header(Collective c) const {
     printf("#\n# %s: busbw = algbw x %.3g\n", coll::collective_name(c), busbw_factor(c, ranks_));
   }
   const bool graph = opt_.graph_ops > 0, roof = opt_.roofline;
+  const bool nccl_graph = nccl_ && graph;
   const int group_width = kRunWidth + (graph ? kGraphWidth : 0) + (roof ? kRoofWidth : 0) +
-                          (nccl_ ? kRatioWidth : 0) + (opt_.vs_mpi ? kRatioWidth : 0);
+                          (nccl_ ? kRatioWidth : 0) + (nccl_graph ? kRatioWidth : 0) +
+                          (opt_.vs_mpi ? kRatioWidth : 0);
   std::string titles = "#" + std::string(kPrefixWidth - 1, ' ');
   for (int p = 0; p < kPlacements; ++p) {
     if (!placed(p)) continue;
@@ -94,6 +104,9 @@ void Table::print_header(Collective c) const {
       if (graph) printf(kGraphFormat, l == 0 ? "graph" : "(us)");
       if (roof) printf(kRoofFormat, l == 0 ? "roof" : "(%)");
       if (nccl_) printf(kRatioFormat, l == 0 ? "nccl time" : "(us)", l == 0 ? "ratio" : "");
+      if (nccl_graph) {
+        printf(kRatioFormat, l == 0 ? "nccl graph" : "(us)", l == 0 ? "ratio" : "");
+      }
       if (opt_.vs_mpi) printf(kRatioFormat, l == 0 ? "mpi time" : "(us)", l == 0 ? "ratio" : "");
     }
     printf("\n");
@@ -117,6 +130,7 @@ void Table::print_run(const Row &row, const Measurement &m) const {
            format_or_dash(floor > 0 && m.time_us > 0, 100 * floor / m.time_us, "%.1f").c_str());
   }
   if (nccl_) print_reference(row, m.time_us, m.nccl_us);
+  if (nccl_ && opt_.graph_ops > 0) print_reference(row, m.graph_us, m.nccl_graph_us);
   if (opt_.vs_mpi) print_reference(row, m.time_us, m.mpi_us);
 }
 
@@ -135,17 +149,17 @@ void Table::print_row(const Row &row) const {
   fflush(stdout);
 }
 
-// "Cohort/LABEL time (ratio) : geometric mean G over N rows with a ratio; worst W (...)".
+// "Cohort/LABEL time         : geometric mean G over N rows with a ratio; worst W (...)".
 void Table::print_ratio_summary(const std::vector<Row> &rows, const char *label,
-                                double Measurement::*reference) const {
+                                double Measurement::*mine, double Measurement::*reference) const {
   const int p = summary_placement();
   int ratios = 0;
   double log_ratio_sum = 0, worst_ratio = 0;
   const Row *worst = nullptr;
   for (const Row &row : rows) {
     const Measurement &m = row.runs[p];
-    if (m.*reference <= 0 || m.time_us <= 0 || !has_ratio(row)) continue;
-    const double ratio = m.time_us / m.*reference;
+    if (m.*reference <= 0 || m.*mine <= 0 || !has_ratio(row)) continue;
+    const double ratio = m.*mine / m.*reference;
     log_ratio_sum += std::log(ratio);
     ++ratios;
     if (ratio > worst_ratio) {
@@ -154,8 +168,8 @@ void Table::print_ratio_summary(const std::vector<Row> &rows, const char *label,
     }
   }
   if (ratios == 0) return;
-  char title[32];
-  snprintf(title, sizeof title, "Cohort/%s time (ratio)", label);
+  char title[48];
+  snprintf(title, sizeof title, "Cohort/%s time", label);
   printf("# %-24s: geometric mean %.2f over %d %s rows with a ratio; worst %.2f (%s, %zu B)\n",
          title, std::exp(log_ratio_sum / ratios), ratios, kPlacementNames[p], worst_ratio,
          coll::collective_name(worst->collective), worst->shape.bytes);
@@ -166,8 +180,9 @@ void Table::print_summary(const std::vector<Row> &rows, long long wrong) const {
   if (opt_.check) {
     printf("# Wrong elements          : %lld %s\n", wrong, wrong == 0 ? "OK" : "FAILED");
   }
-  print_ratio_summary(rows, "MPI", &Measurement::mpi_us);
-  print_ratio_summary(rows, "NCCL", &Measurement::nccl_us);
+  print_ratio_summary(rows, "MPI", &Measurement::time_us, &Measurement::mpi_us);
+  print_ratio_summary(rows, "NCCL", &Measurement::time_us, &Measurement::nccl_us);
+  print_ratio_summary(rows, "NCCL graph", &Measurement::graph_us, &Measurement::nccl_graph_us);
   const int p = summary_placement();
   const Row *best = nullptr;
   double best_fraction = 0;
@@ -180,6 +195,47 @@ void Table::print_summary(const std::vector<Row> &rows, long long wrong) const {
   if (best != nullptr) {
     printf("# Roofline (allreduce)    : at best %.1f %% of the floor's speed (%s, %zu B)\n",
            100 * best_fraction, kPlacementNames[p], best->shape.bytes);
+  }
+  if (nccl_) print_nccl_ratio_table(rows);
+}
+
+// Rows are collective by collective, each over the same requested sizes (sweep_sizes), so a
+// row's index within its collective names its requested size.
+void Table::print_nccl_ratio_table(const std::vector<Row> &rows) const {
+  const int p = summary_placement();
+  const bool graph = opt_.graph_ops > 0;
+  const std::vector<size_t> sizes = sweep_sizes(opt_);
+  std::vector<Collective> columns;
+  for (const Row &row : rows) {
+    if (row.runs[p].nccl_us < 0) continue;
+    if (columns.empty() || columns.back() != row.collective) columns.push_back(row.collective);
+  }
+  if (columns.empty()) return;
+  printf(
+      "#\n# Cohort/NCCL time, %s, per requested size (below 1: Cohort faster; busbw ratio = "
+      "1 / time ratio)%s\n",
+      kPlacementNames[p], graph ? "; graph: both replayed from CUDA graphs" : "");
+  printf("#%11s", "size");
+  for (Collective c : columns) printf(graph ? "  %15s" : "  %7s", coll::collective_name(c));
+  printf("\n#%11s", "(B)");
+  for (size_t i = 0; i < columns.size(); ++i) {
+    printf(graph ? "  %7s %7s" : "  %7s", "eager", "graph");
+  }
+  printf("\n");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    printf("#%11zu", sizes[i]);  // a comment: the rows above are the data
+    for (Collective c : columns) {
+      const Row *row = nth_row_of(rows, c, i);
+      const Measurement *m = row != nullptr ? &row->runs[p] : nullptr;
+      const bool eager = m && has_ratio(*row) && m->nccl_us > 0 && m->time_us > 0;
+      const bool replayed = m && has_ratio(*row) && m->nccl_graph_us > 0 && m->graph_us > 0;
+      printf("  %7s", format_or_dash(eager, eager ? m->time_us / m->nccl_us : 0).c_str());
+      if (graph) {
+        printf(" %7s",
+               format_or_dash(replayed, replayed ? m->graph_us / m->nccl_graph_us : 0).c_str());
+      }
+    }
+    printf("\n");
   }
 }
 
@@ -210,6 +266,11 @@ nlohmann::ordered_json Table::row_json(const Row &row, int p) const {
   if (nccl_) {
     j["nccl_time_us"] = or_null(m.nccl_us >= 0, m.nccl_us);
     j["nccl_ratio"] = or_null(has_ratio(row) && m.nccl_us > 0, m.time_us / m.nccl_us);
+    if (opt_.graph_ops > 0) {
+      j["nccl_graph_time_us"] = or_null(m.nccl_graph_us >= 0, m.nccl_graph_us);
+      j["nccl_graph_ratio"] = or_null(has_ratio(row) && m.nccl_graph_us > 0 && m.graph_us > 0,
+                                      m.graph_us / m.nccl_graph_us);
+    }
   }
   if (m.mpi_us >= 0) {
     j["mpi_time_us"] = json_rounded(m.mpi_us, 3);
@@ -231,6 +292,10 @@ nlohmann::ordered_json Table::units_json() const {
   if (nccl_) {
     units["nccl_time_us"] = "us";
     units["nccl_ratio"] = "Cohort time / NCCL time";
+    if (opt_.graph_ops > 0) {
+      units["nccl_graph_time_us"] = "us per call, NCCL's, replayed from a CUDA graph";
+      units["nccl_graph_ratio"] = "Cohort graph time / NCCL graph time";
+    }
   }
   return units;
 }

@@ -23,6 +23,7 @@ struct Measurement {
   double mpi_us = -1;
   const char *mpi_na = nullptr;  // why MPI could not make the call
   double nccl_us = -1;
+  double nccl_graph_us = -1;  // --vs-nccl --graph: NCCL's, replayed from a CUDA graph
 };
 
 struct Row {
@@ -57,7 +58,8 @@ class Table {
 
   void print_header(Collective c) const;  // the collective's title and the column heads
   void print_row(const Row &row) const;
-  // The --check total, the ratios' geometric means and the best roofline fraction.
+  // The --check total, the ratios' geometric means, the best roofline fraction, and with
+  // --vs-nccl a table of Cohort/NCCL time ratios (size by collective, eager and graph).
   void print_summary(const std::vector<Row> &rows, long long wrong) const;
   // One placement of a row, with the fields of the table; null where the table says "-",
   // "N/A" or "n/a".
@@ -67,7 +69,8 @@ class Table {
 
  private:
   void print_ratio_summary(const std::vector<Row> &rows, const char *label,
-                           double Measurement::*reference) const;
+                           double Measurement::*mine, double Measurement::*reference) const;
+  void print_nccl_ratio_table(const std::vector<Row> &rows) const;
   void print_run(const Row &row, const Measurement &m) const;
 
   SweepOptions opt_;

@@ -191,7 +191,7 @@ MemoryUse measure_memory(const cohort_team_config_t &config, const GpuBinding &g
   if (!nccl) return use;
   use.nccl_mib = memory_taken_mib(
       gpu, memory.get(), [&] { return nccl->init(MPI_COMM_WORLD).empty(); },
-      [&](const Call &call) { return nccl->allreduce(call, memory->stream()).empty(); },
+      [&](const Call &call) { return nccl->run(call, memory->stream()).empty(); },
       [&] { nccl->destroy(); });
   return use;
 }

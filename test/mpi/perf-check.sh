@@ -44,7 +44,7 @@ add "2 fails -o_mean:_unknown_op -c allreduce -o mean"
 add "2 fails -c_nosuch:_unknown_collective -c nosuch"
 add "2 fails -r_2:_the_root_must_be_below_the_rank_count -c reduce -r 2"
 add "2 fails belong_to_the_collective_sweep -b 8"
-add "1 cuda allreduce -d fp32 -o sum --graph 4 --roofline --vs-nccl"
+add "1 cuda all -d fp32 -o sum --graph 4 --roofline --vs-nccl"
 add "2 cuda allreduce,broadcast -d bf16 -o max --graph 2"
 add "3 cuda allreduce -d int32 -o avg --in-place"
 add "4 cuda allreduce,reduce_scatter -d fp16 -o sum --roofline"
@@ -88,7 +88,12 @@ check_output() {
   [ "$checked" -eq $(((rows - barriers / placements) * placements)) ] ||
     { echo "$checked checked rows in the JSON, expected $(((rows - barriers / placements) * placements))"; return; }
   bad=$(grep -o '"wrong": [0-9][0-9]*' "$json" | grep -vc '"wrong": 0$')
-  [ "$bad" -eq 0 ] || echo "$bad row(s) with wrong elements"
+  [ "$bad" -eq 0 ] || { echo "$bad row(s) with wrong elements"; return; }
+  # Where NCCL ran (--vs-nccl, one rank per GPU), the ratio table ends the run: a line per size.
+  if grep -q '^# nccl: NCCL [0-9]' "$log"; then
+    ratios=$(sed -n '/^# Cohort\/NCCL time, /,$p' "$log" | grep -c '^# *[0-9]')
+    [ "$ratios" -eq "$sizes" ] || echo "$ratios lines in the Cohort/NCCL ratio table, expected $sizes"
+  fi
 }
 
 n=0

@@ -3,7 +3,9 @@
 # each; ranks outnumbering GPUs share them (COHORT_ALLOW_SHARED_GPU=1: run under MPS, see
 # ../shared/device/README.md, or kernels of different ranks take turns and run slowly).
 # Skips with the reason where there is no CUDA build or no GPU.
-# Environment: MPIRUN, GPU_TEST (default ./gpu_test), COHORT_TEST_FILTER (grep -E on names).
+# Environment: MPIRUN, GPU_TEST (default ./gpu_test), COHORT_TEST_FILTER (grep -E on the
+# lines below, "NP ARGS"), GPU_TEST_EXTRA (more such lines, after the filter: e.g. the rank
+# count of a machine of 8 GPUs, one rank each).
 GPU_TEST=${GPU_TEST:-./gpu_test}
 . "$(dirname "$0")/tap-mpirun.sh"
 if [ ! -x "$GPU_TEST" ]; then
@@ -45,4 +47,5 @@ tests="1 allreduce
 if [ -n "${COHORT_TEST_FILTER:-}" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E "$COHORT_TEST_FILTER")
 fi
+[ -n "${GPU_TEST_EXTRA:-}" ] && tests=$(printf '%s\n%s\n' "$tests" "$GPU_TEST_EXTRA")
 run_tap "$GPU_TEST" "${GPU_TEST_LIMIT:-900}" "$tests" "on [0-9]* ranks: PASS"
