@@ -5,7 +5,8 @@
 //
 // Lifecycle, driven by the team:
 //   record_bytes + post   device-setup phase, before its exchange: allocate, export
-//   connect               after the exchange, with every rank's record: map the peers'
+//   connect               after the exchange, with every rank's record: map the peers' (none
+//                         where two of the host's GPUs lack peer access: alike on every rank)
 //   enqueue               per collective: check it fits, launch on the stream, return
 //   synchronize           blocking calls: wait for the stream, failing on a stuck peer
 //   abort                 any thread: kernels of this team stop waiting and end

@@ -2,7 +2,11 @@
 
 #include <cstring>
 
+#include "core/hash.h"
+
 namespace cohort::tl {
+
+uint64_t TeamView::gpu_of_uuid(const uint8_t uuid[16]) { return fnv1a(uuid, 16) | 1; }
 
 int TeamView::local_size() const {
   int n = 0;

@@ -36,10 +36,13 @@ struct TeamView {
   std::vector<int> local_rank;    // index among its host's ranks
   std::vector<int> pid;           // process id of each rank
   std::vector<int> cuda_device;   // each rank's CUDA device ordinal in its process, -1: none
-  std::vector<uint64_t> gpu;      // each rank's GPU (a hash of its UUID), 0: none
+  std::vector<uint64_t> gpu;      // each rank's GPU (gpu_of_uuid), 0: none
   uint64_t host_id = 0;           // this rank's host identity
   // Names a rank in messages: "rank 3 (host node7, pid 4242)".
   std::function<std::string(int)> describe;
+
+  // The `gpu` of the GPU with this UUID: a hash, never 0.
+  static uint64_t gpu_of_uuid(const uint8_t uuid[16]);
 
   bool same_host(int r) const { return node_of_rank[r] == node_of_rank[rank]; }
   int local_size() const;

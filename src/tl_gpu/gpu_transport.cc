@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/gpu_identity.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "kernels/device_team.h"
 #include "tl_gpu/cuda_call.h"
 #include "tl_gpu/device_memory.h"
 #include "tl_gpu/launch.h"
+#include "tl_gpu/peer_reach.h"
 #include "tl_gpu/registrations.h"
 #include "tl_gpu/window_memory.h"
 
@@ -28,9 +31,34 @@ namespace k = cohort::kernels;
 // This rank's part of the device-setup exchange (trivially copyable: it travels as bytes).
 struct SetupRecord {
   cudaIpcMemHandle_t window;
-  int32_t max_blocks;  // what this rank's GPU holds at once for this team; 0: not set up
-  int32_t reserved;
+  int32_t max_blocks;    // what this rank's GPU holds at once for this team; 0: not set up
+  uint32_t unreachable;  // unreachable_peers(): local ranks whose GPU this rank's cannot reach
+  char bus_id[32];       // this rank's GPU, for messages
 };
+
+// The ordinal of `gpu` (TeamView::gpu) among this process's devices; -1: not visible here.
+int visible_ordinal(uint64_t gpu) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return -1;
+  for (int device = 0; device < count; ++device) {
+    GpuIdentity identity;
+    if (is_error(query_gpu_identity(device, &identity))) continue;
+    if (tl::TeamView::gpu_of_uuid(identity.uuid) == gpu) return device;
+  }
+  return -1;
+}
+
+// Whether kernels on `device` can read and write memory of `peer_gpu` (TeamView::gpu).
+PeerAccess access_to(int device, uint64_t peer_gpu) {
+  const int peer = visible_ordinal(peer_gpu);
+  if (peer < 0) return PeerAccess::kNotVisible;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+    cudaGetLastError();  // not sticky; the pair counts as unreachable
+    return PeerAccess::kNo;
+  }
+  return can != 0 ? PeerAccess::kYes : PeerAccess::kNo;
+}
 
 // Makes `device` current for a scope and restores the caller's afterwards.
 class DeviceGuard {
@@ -82,6 +110,10 @@ class GpuTransport final : public tl::DeviceTransport {
 
  private:
   Status allocate(const tl::TeamView &team, SetupRecord *record);
+  Status describe_reach(const tl::TeamView &team, SetupRecord *record);
+  std::string reach_problem(const tl::TeamView &team,
+                            const std::vector<SetupRecord> &records) const;
+  Status map_peers(const tl::TeamView &team, const std::vector<SetupRecord> &records);
   Status unavailable(const tl::DeviceCall &call) const;
   Status order_after_last(cudaStream_t stream, bool capturing);
   Status launched(cudaStream_t stream, bool capturing);
@@ -94,7 +126,8 @@ class GpuTransport final : public tl::DeviceTransport {
   bool active_ = false;
   std::string inactive_why_ = "the team was not set up for the GPU";
   int device_ = -1;
-  std::vector<int> local_ranks_;  // team rank of each local rank
+  std::vector<int> local_ranks_;    // team rank of each local rank
+  std::vector<PeerAccess> access_;  // to each local rank's GPU, as this rank found it
   tl::TeamView view_;
   DeviceAllocation window_;
   DeviceAllocation counters_;  // the call counter, finished blocks, the fault claim
@@ -159,7 +192,8 @@ Status GpuTransport::post(const tl::TeamView &team, void *out) {
   }
   device_ = team.cuda_device[team.rank];
   DeviceGuard guard(device_);
-  return allocate(team, record);
+  Status s = allocate(team, record);
+  return is_error(s) ? s : describe_reach(team, record);
 }
 
 // This rank's window, counters, control words and stream, and its part of the exchange.
@@ -195,31 +229,56 @@ Status GpuTransport::allocate(const tl::TeamView &team, SetupRecord *record) {
   return COHORT_SUCCESS;
 }
 
+// Which local ranks' GPUs this rank's cannot reach by peer access, and its GPU's bus id.
+Status GpuTransport::describe_reach(const tl::TeamView &team, SetupRecord *record) {
+  GpuIdentity identity;
+  Status s = query_gpu_identity(device_, &identity);
+  if (is_error(s)) return s;
+  std::snprintf(record->bus_id, sizeof(record->bus_id), "%s", identity.bus_id.c_str());
+  std::vector<uint64_t> gpus;
+  for (int r : local_ranks_) gpus.push_back(team.gpu[r]);
+  // Ranks on this rank's GPU are not asked about: they stay kYes.
+  access_.assign(gpus.size(), PeerAccess::kYes);
+  record->unreachable = unreachable_peers(gpus, team.local_rank[team.rank], [&](int q) {
+    return access_[q] = access_to(device_, gpus[q]);
+  });
+  return COHORT_SUCCESS;
+}
+
+// Why GPU collectives are off, from every local rank's record: the same on every rank.
+std::string GpuTransport::reach_problem(const tl::TeamView &team,
+                                        const std::vector<SetupRecord> &records) const {
+  std::vector<PeerReach> ranks;
+  for (size_t q = 0; q < records.size(); ++q) {
+    const SetupRecord &record = records[q];
+    ranks.push_back({local_ranks_[q], team.describe(local_ranks_[q]),
+                     std::string(record.bus_id, strnlen(record.bus_id, sizeof(record.bus_id))),
+                     record.unreachable});
+  }
+  return unreachable_reason(ranks, team.name);
+}
+
 Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &records) {
   if (device_ < 0) return COHORT_SUCCESS;
   DeviceGuard guard(device_);
   const int local_size = static_cast<int>(local_ranks_.size());
-  const int me = team.local_rank[team.rank];
-  peers_.resize(local_size);
-  team_.rank = me;
-  team_.size = local_size;
-  team_.max_blocks = k::kMaxBlocks;
+  std::vector<SetupRecord> by_local(local_size);
   for (int q = 0; q < local_size; ++q) {
-    SetupRecord record;
-    std::memcpy(&record, records.of(local_ranks_[q]), sizeof(record));
-    team_.max_blocks = std::min(team_.max_blocks, record.max_blocks);
-    if (q == me) {
-      team_.windows[q] = window_.get();
-      continue;
-    }
-    peers_[q] = std::make_unique<IpcMapping>();
-    std::string what = "mapping the GPU window of " + team.describe(local_ranks_[q]);
-    Status s = peers_[q]->open(record.window, what.c_str());
-    if (is_error(s)) return s;
-    team_.windows[q] = peers_[q]->get();
+    std::memcpy(&by_local[q], records.of(local_ranks_[q]), sizeof(SetupRecord));
   }
+  // Decided before any mapping: a pair without peer access would fail cudaIpcOpenMemHandle,
+  // and with it the whole team; instead every rank turns GPU collectives off alike and the
+  // team runs host collectives.
+  if (std::string why = reach_problem(team, by_local); !why.empty()) {
+    COHORT_LOG_INFO(INIT, "%s", why.c_str());
+    inactive_why_ = why;
+    release();
+    return COHORT_SUCCESS;
+  }
+  Status s = map_peers(team, by_local);
+  if (is_error(s)) return s;
   double timeout_s = 600;
-  Status s = param_double("COLL_TIMEOUT", &timeout_s);
+  s = param_double("COLL_TIMEOUT", &timeout_s);
   if (is_error(s)) return s;
   team_.timeout_ns = static_cast<uint64_t>(timeout_s * 1e9);
   team_.sequence = reinterpret_cast<unsigned long long *>(counters_.get());
@@ -234,6 +293,33 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
                   "per peer per block), %d blocks per kernel",
                   device_, memory.total / 1048576.0, local_size, memory.per_peer / 1048576.0,
                   memory.per_block / 1024.0, team_.max_blocks);
+  return COHORT_SUCCESS;
+}
+
+// Every other local rank's window, mapped; the smallest block count of all ranks.
+Status GpuTransport::map_peers(const tl::TeamView &team, const std::vector<SetupRecord> &records) {
+  const int local_size = static_cast<int>(local_ranks_.size());
+  const int me = team.local_rank[team.rank];
+  const SetupRecord &mine = records[me];
+  peers_.resize(local_size);
+  team_.rank = me;
+  team_.size = local_size;
+  team_.max_blocks = k::kMaxBlocks;
+  for (int q = 0; q < local_size; ++q) {
+    const SetupRecord &record = records[q];
+    team_.max_blocks = std::min(team_.max_blocks, record.max_blocks);
+    if (q == me) {
+      team_.windows[q] = window_.get();
+      continue;
+    }
+    peers_[q] = std::make_unique<IpcMapping>();
+    const std::string what =
+        strprintf("mapping the GPU window of %s (GPU %.32s) on this rank's GPU %.32s",
+                  team.describe(local_ranks_[q]).c_str(), record.bus_id, mine.bus_id);
+    Status s = peers_[q]->open(record.window, what.c_str());
+    if (is_error(s)) return fail(s, last_error() + "; " + ipc_failure_hint(access_[q]));
+    team_.windows[q] = peers_[q]->get();
+  }
   return COHORT_SUCCESS;
 }
 
