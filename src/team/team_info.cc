@@ -1,7 +1,5 @@
 #include "team/team_info.h"
 
-#include "core/hash.h"
-
 namespace cohort {
 
 std::string TeamInfo::describe(int r) const {
@@ -25,9 +23,7 @@ tl::TeamView TeamInfo::view() const {
   for (const PeerRecord &peer : peers) {
     view.pid.push_back(peer.pid);
     view.cuda_device.push_back(peer.cuda_device);
-    uint64_t gpu = 0;
-    if (peer.cuda_device >= 0) gpu = fnv1a(peer.uuid, sizeof(peer.uuid)) | 1;  // never 0
-    view.gpu.push_back(gpu);
+    view.gpu.push_back(peer.cuda_device >= 0 ? tl::TeamView::gpu_of_uuid(peer.uuid) : 0);
   }
   view.host_id = peers[rank].host_id;
   view.describe = [this](int r) { return describe(r); };

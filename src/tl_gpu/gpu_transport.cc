@@ -344,6 +344,10 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   if (s = fault(); is_error(s)) return s;
   DeviceGuard guard(device_);
   cudaStream_t target = stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_.get();
+  // A team of one rank only copies its input (launch_call): it shares no window, flag or
+  // counter, so there is no call to order after and no end to record, and a CUDA graph of its
+  // calls holds their copies alone.
+  if (team_.size == 1) return launch_call(team_, local_ranks_, registered_, call, target);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   s = cuda_status(cudaStreamIsCapturing(target, &capture), "asking the stream's capture state");
   const bool capturing = capture != cudaStreamCaptureStatusNone;
