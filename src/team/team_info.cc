@@ -1,5 +1,7 @@
 #include "team/team_info.h"
 
+#include <cstring>
+
 namespace cohort {
 
 std::string TeamInfo::describe(int r) const {
@@ -24,6 +26,9 @@ tl::TeamView TeamInfo::view() const {
     view.pid.push_back(peer.pid);
     view.cuda_device.push_back(peer.cuda_device);
     view.gpu.push_back(peer.cuda_device >= 0 ? tl::TeamView::gpu_of_uuid(peer.uuid) : 0);
+    view.bus_id.push_back(peer.cuda_device >= 0
+                              ? std::string(peer.bus_id, strnlen(peer.bus_id, sizeof(peer.bus_id)))
+                              : "");
   }
   view.host_id = peers[rank].host_id;
   view.describe = [this](int r) { return describe(r); };

@@ -32,12 +32,13 @@ struct TeamView {
   int rank = 0;
   int size = 0;
   int node_count = 1;
-  std::vector<int> node_of_rank;  // host index of each rank
-  std::vector<int> local_rank;    // index among its host's ranks
-  std::vector<int> pid;           // process id of each rank
-  std::vector<int> cuda_device;   // each rank's CUDA device ordinal in its process, -1: none
-  std::vector<uint64_t> gpu;      // each rank's GPU (gpu_of_uuid), 0: none
-  uint64_t host_id = 0;           // this rank's host identity
+  std::vector<int> node_of_rank;    // host index of each rank
+  std::vector<int> local_rank;      // index among its host's ranks
+  std::vector<int> pid;             // process id of each rank
+  std::vector<int> cuda_device;     // each rank's CUDA device ordinal in its process, -1: none
+  std::vector<uint64_t> gpu;        // each rank's GPU (gpu_of_uuid), 0: none
+  std::vector<std::string> bus_id;  // each rank's GPU's PCI bus id, "0000:41:00.0"; "": none
+  uint64_t host_id = 0;             // this rank's host identity
   // Names a rank in messages: "rank 3 (host node7, pid 4242)".
   std::function<std::string(int)> describe;
 

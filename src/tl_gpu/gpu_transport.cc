@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "tl_gpu/peer_reach.h"
 #include "tl_gpu/registrations.h"
 #include "tl_gpu/window_memory.h"
+#include "topo/nvml.h"
 
 namespace cohort::tl_gpu {
 namespace {
@@ -33,7 +33,7 @@ struct SetupRecord {
   cudaIpcMemHandle_t window;
   int32_t max_blocks;    // what this rank's GPU holds at once for this team; 0: not set up
   uint32_t unreachable;  // unreachable_peers(): local ranks whose GPU this rank's cannot reach
-  char bus_id[32];       // this rank's GPU, for messages
+  uint32_t by_nvml;      // the bits of `unreachable` that NVML's answer set
 };
 
 // The ordinal of `gpu` (TeamView::gpu) among this process's devices; -1: not visible here.
@@ -48,10 +48,8 @@ int visible_ordinal(uint64_t gpu) {
   return -1;
 }
 
-// Whether kernels on `device` can read and write memory of `peer_gpu` (TeamView::gpu).
-PeerAccess access_to(int device, uint64_t peer_gpu) {
-  const int peer = visible_ordinal(peer_gpu);
-  if (peer < 0) return PeerAccess::kNotVisible;
+// Whether kernels on `device` can read and write memory of the device `peer` (an ordinal).
+PeerAccess cuda_access(int device, int peer) {
   int can = 0;
   if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
     cudaGetLastError();  // not sticky; the pair counts as unreachable
@@ -110,7 +108,8 @@ class GpuTransport final : public tl::DeviceTransport {
 
  private:
   Status allocate(const tl::TeamView &team, SetupRecord *record);
-  Status describe_reach(const tl::TeamView &team, SetupRecord *record);
+  void describe_reach(const tl::TeamView &team, SetupRecord *record);
+  void ask_nvml(const tl::TeamView &team, const std::vector<int> &hidden);
   std::string reach_problem(const tl::TeamView &team,
                             const std::vector<SetupRecord> &records) const;
   Status map_peers(const tl::TeamView &team, const std::vector<SetupRecord> &records);
@@ -126,8 +125,9 @@ class GpuTransport final : public tl::DeviceTransport {
   bool active_ = false;
   std::string inactive_why_ = "the team was not set up for the GPU";
   int device_ = -1;
-  std::vector<int> local_ranks_;    // team rank of each local rank
-  std::vector<PeerAccess> access_;  // to each local rank's GPU, as this rank found it
+  std::vector<int> local_ranks_;        // team rank of each local rank
+  std::vector<PeerAccess> access_;      // to each local rank's GPU, as this rank found it
+  std::vector<std::string> nvml_said_;  // NVML's words on each local rank's GPU, if asked
   tl::TeamView view_;
   DeviceAllocation window_;
   DeviceAllocation counters_;  // the call counter, finished blocks, the fault claim
@@ -193,7 +193,8 @@ Status GpuTransport::post(const tl::TeamView &team, void *out) {
   device_ = team.cuda_device[team.rank];
   DeviceGuard guard(device_);
   Status s = allocate(team, record);
-  return is_error(s) ? s : describe_reach(team, record);
+  if (!is_error(s)) describe_reach(team, record);
+  return s;
 }
 
 // This rank's window, counters, control words and stream, and its part of the exchange.
@@ -229,20 +230,54 @@ Status GpuTransport::allocate(const tl::TeamView &team, SetupRecord *record) {
   return COHORT_SUCCESS;
 }
 
-// Which local ranks' GPUs this rank's cannot reach by peer access, and its GPU's bus id.
-Status GpuTransport::describe_reach(const tl::TeamView &team, SetupRecord *record) {
-  GpuIdentity identity;
-  Status s = query_gpu_identity(device_, &identity);
-  if (is_error(s)) return s;
-  std::snprintf(record->bus_id, sizeof(record->bus_id), "%s", identity.bus_id.c_str());
+// Which local ranks' GPUs this rank's cannot reach by peer access: CUDA answers for the GPUs
+// this process sees, NVML for the others.
+void GpuTransport::describe_reach(const tl::TeamView &team, SetupRecord *record) {
+  const int local_size = static_cast<int>(local_ranks_.size());
+  const int me = team.local_rank[team.rank];
   std::vector<uint64_t> gpus;
   for (int r : local_ranks_) gpus.push_back(team.gpu[r]);
   // Ranks on this rank's GPU are not asked about: they stay kYes.
-  access_.assign(gpus.size(), PeerAccess::kYes);
-  record->unreachable = unreachable_peers(gpus, team.local_rank[team.rank], [&](int q) {
-    return access_[q] = access_to(device_, gpus[q]);
-  });
-  return COHORT_SUCCESS;
+  access_.assign(local_size, PeerAccess::kYes);
+  nvml_said_.assign(local_size, "");
+  std::vector<int> hidden;  // local ranks whose GPU this process does not see
+  for (int q = 0; q < local_size; ++q) {
+    if (q == me || gpus[q] == gpus[me]) continue;
+    const int peer = visible_ordinal(gpus[q]);
+    if (peer >= 0) {
+      access_[q] = cuda_access(device_, peer);
+    } else {
+      hidden.push_back(q);
+    }
+  }
+  ask_nvml(team, hidden);
+  const PeerMarks marks = unreachable_peers(gpus, me, [&](int q) { return access_[q]; });
+  record->unreachable = marks.unreachable;
+  record->by_nvml = marks.by_nvml;
+}
+
+// NVML's answers (one session) for the local ranks `hidden`, whose GPUs this process does not
+// see: NVML ignores CUDA_VISIBLE_DEVICES and knows the pair by bus id.
+void GpuTransport::ask_nvml(const tl::TeamView &team, const std::vector<int> &hidden) {
+  if (hidden.empty()) return;
+  const std::string &mine = team.bus_id[team.rank];
+  std::vector<std::string> bus_ids;
+  for (int q : hidden) bus_ids.push_back(team.bus_id[local_ranks_[q]]);
+  const std::vector<topo::NvmlP2pAnswer> answers = topo::nvml_p2p(mine, bus_ids);
+  for (size_t i = 0; i < hidden.size(); ++i) {
+    const int q = hidden[i];
+    access_[q] = invisible_peer_access(answers[i].status);
+    nvml_said_[q] = answers[i].detail;
+    if (access_[q] == PeerAccess::kNvmlYes) continue;
+    COHORT_LOG_INFO(INIT,
+                    "peer access from GPU %s to %s's GPU %s, which CUDA does not show this "
+                    "process: %s (%s)",
+                    mine.c_str(), team.describe(local_ranks_[q]).c_str(), bus_ids[i].c_str(),
+                    access_[q] == PeerAccess::kNvmlNo ? "none, NVML says"
+                                                      : "unknown, counted as reachable: NVML "
+                                                        "cannot tell",
+                    answers[i].detail.c_str());
+  }
 }
 
 // Why GPU collectives are off, from every local rank's record: the same on every rank.
@@ -251,9 +286,8 @@ std::string GpuTransport::reach_problem(const tl::TeamView &team,
   std::vector<PeerReach> ranks;
   for (size_t q = 0; q < records.size(); ++q) {
     const SetupRecord &record = records[q];
-    ranks.push_back({local_ranks_[q], team.describe(local_ranks_[q]),
-                     std::string(record.bus_id, strnlen(record.bus_id, sizeof(record.bus_id))),
-                     record.unreachable});
+    ranks.push_back({local_ranks_[q], team.describe(local_ranks_[q]), team.bus_id[local_ranks_[q]],
+                     record.unreachable, record.by_nvml});
   }
   return unreachable_reason(ranks, team.name);
 }
@@ -300,7 +334,6 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
 Status GpuTransport::map_peers(const tl::TeamView &team, const std::vector<SetupRecord> &records) {
   const int local_size = static_cast<int>(local_ranks_.size());
   const int me = team.local_rank[team.rank];
-  const SetupRecord &mine = records[me];
   peers_.resize(local_size);
   team_.rank = me;
   team_.size = local_size;
@@ -314,10 +347,13 @@ Status GpuTransport::map_peers(const tl::TeamView &team, const std::vector<Setup
     }
     peers_[q] = std::make_unique<IpcMapping>();
     const std::string what =
-        strprintf("mapping the GPU window of %s (GPU %.32s) on this rank's GPU %.32s",
-                  team.describe(local_ranks_[q]).c_str(), record.bus_id, mine.bus_id);
+        strprintf("mapping the GPU window of %s (GPU %s) on this rank's GPU %s",
+                  team.describe(local_ranks_[q]).c_str(), team.bus_id[local_ranks_[q]].c_str(),
+                  team.bus_id[team.rank].c_str());
     Status s = peers_[q]->open(record.window, what.c_str());
-    if (is_error(s)) return fail(s, last_error() + "; " + ipc_failure_hint(access_[q]));
+    if (is_error(s)) {
+      return fail(s, last_error() + "; " + ipc_failure_hint(access_[q], nvml_said_[q]));
+    }
     team_.windows[q] = peers_[q]->get();
   }
   return COHORT_SUCCESS;

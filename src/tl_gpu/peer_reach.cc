@@ -8,14 +8,26 @@ namespace cohort::tl_gpu {
 
 static_assert(kernels::kMaxLocalRanks <= 32, "a local rank per bit of PeerReach::unreachable");
 
-uint32_t unreachable_peers(const std::vector<uint64_t> &gpus, int me,
-                           const std::function<PeerAccess(int)> &access) {
-  uint32_t mask = 0;
+PeerAccess invisible_peer_access(topo::NvmlP2p nvml) {
+  switch (nvml) {
+    case topo::NvmlP2p::kOk: return PeerAccess::kNvmlYes;
+    case topo::NvmlP2p::kNotSupported: return PeerAccess::kNvmlNo;
+    case topo::NvmlP2p::kUnknown:
+    case topo::NvmlP2p::kUnavailable: break;
+  }
+  return PeerAccess::kNotVisible;
+}
+
+PeerMarks unreachable_peers(const std::vector<uint64_t> &gpus, int me,
+                            const std::function<PeerAccess(int)> &access) {
+  PeerMarks marks;
   for (int q = 0; q < static_cast<int>(gpus.size()); ++q) {
     if (q == me || gpus[q] == gpus[me]) continue;
-    if (access(q) == PeerAccess::kNo) mask |= 1u << q;
+    const PeerAccess answer = access(q);
+    if (answer == PeerAccess::kNo || answer == PeerAccess::kNvmlNo) marks.unreachable |= 1u << q;
+    if (answer == PeerAccess::kNvmlNo) marks.by_nvml |= 1u << q;
   }
-  return mask;
+  return marks;
 }
 
 namespace {
@@ -41,19 +53,34 @@ std::string unreachable_reason(const std::vector<PeerReach> &ranks, const std::s
   const PeerReach &to = ranks[first_to];
   const std::string more =
       pairs > 1 ? strprintf(" (nor can %d more pairs of the host's GPUs)", pairs - 1) : "";
+  const bool by_nvml = first_to < 32 && ((from.by_nvml >> first_to) & 1u) != 0;
+  const char *who = by_nvml ? "NVML's nvmlDeviceGetP2PStatus, asked as CUDA does not show the "
+                              "rank that GPU; `nvidia-smi topo -p2p rw` says why"
+                            : "cudaDeviceCanAccessPeer";
   return strprintf(
-      "%s GPU %s cannot reach rank %d's GPU %s by peer access (cudaDeviceCanAccessPeer)%s: GPU "
+      "%s GPU %s cannot reach rank %d's GPU %s by peer access (%s)%s: GPU "
       "collectives are off for team '%s'",
-      from.name.c_str(), from.bus_id.c_str(), to.rank, to.bus_id.c_str(), more.c_str(),
+      from.name.c_str(), from.bus_id.c_str(), to.rank, to.bus_id.c_str(), who, more.c_str(),
       team.c_str());
 }
 
-std::string ipc_failure_hint(PeerAccess access) {
-  if (access == PeerAccess::kNotVisible) {
-    return "that GPU is not visible to this rank (CUDA_VISIBLE_DEVICES), so peer access "
-           "(cudaDeviceCanAccessPeer) could not be checked before mapping: check the pair with "
-           "`nvidia-smi topo -p2p rw`; where every rank sees all of the host's GPUs, a pair "
-           "without peer access turns GPU collectives off instead of failing the team";
+std::string ipc_failure_hint(PeerAccess access, const std::string &nvml_detail) {
+  const std::string nvml_said = nvml_detail.empty() ? "" : " (" + nvml_detail + ")";
+  switch (access) {
+    case PeerAccess::kNotVisible:
+      return "that GPU is not visible to this rank (CUDA_VISIBLE_DEVICES) and NVML could not "
+             "tell whether the pair has peer access" +
+             nvml_said +
+             ", so it could not be checked before mapping: check the pair with `nvidia-smi "
+             "topo -p2p rw`; where NVML answers, or every rank sees all of the host's GPUs, a "
+             "pair without peer access turns GPU collectives off instead of failing the team";
+    case PeerAccess::kNvmlYes:
+      return "NVML reported peer access to that GPU, which is not visible to this rank: check "
+             "that the ranks share the host's IPC and PID namespaces (containers), and the pair "
+             "with `nvidia-smi topo -p2p rw`";
+    case PeerAccess::kYes:
+    case PeerAccess::kNo:
+    case PeerAccess::kNvmlNo: break;
   }
   return "CUDA reported peer access to that GPU (or both ranks use it): check that the ranks "
          "share the host's IPC and PID namespaces (containers), and the pair with "

@@ -33,6 +33,11 @@ constexpr nvmlIntNvLinkDeviceType_t kNvLinkDeviceGpu = 0x00;
 constexpr nvmlIntNvLinkDeviceType_t kNvLinkDeviceIbmNpu = 0x01;
 constexpr nvmlIntNvLinkDeviceType_t kNvLinkDeviceSwitch = 0x02;
 constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS: 18 on Hopper and Blackwell
+using nvmlGpuP2PCapsIndex_t = int;
+using nvmlGpuP2PStatus_t = int;
+constexpr nvmlGpuP2PCapsIndex_t kP2pCapsRead = 0;   // NVML_P2P_CAPS_INDEX_READ
+constexpr nvmlGpuP2PCapsIndex_t kP2pCapsWrite = 1;  // NVML_P2P_CAPS_INDEX_WRITE
+constexpr nvmlGpuP2PStatus_t kP2pStatusOk = 0;      // NVML_P2P_STATUS_OK
 constexpr const char *kNvmlLibrary = "libnvidia-ml.so.1";
 
 struct NvmlApi {
@@ -44,6 +49,8 @@ struct NvmlApi {
   // Optional: older drivers lack them.
   nvmlReturn_t (*remote_type)(nvmlDevice_t, unsigned, nvmlIntNvLinkDeviceType_t *) = nullptr;
   nvmlReturn_t (*compute_capability)(nvmlDevice_t, int *, int *) = nullptr;
+  nvmlReturn_t (*p2p_status)(nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t,
+                             nvmlGpuP2PStatus_t *) = nullptr;
   const char *(*error_string)(nvmlReturn_t) = nullptr;
 };
 
@@ -76,6 +83,7 @@ NvmlLibrary load_nvml() {
   }
   bind(lib, "nvmlDeviceGetNvLinkRemoteDeviceType", &api.remote_type);
   bind(lib, "nvmlDeviceGetCudaComputeCapability", &api.compute_capability);
+  bind(lib, "nvmlDeviceGetP2PStatus", &api.p2p_status);
   bind(lib, "nvmlErrorString", &api.error_string);
   return out;
 }
@@ -188,6 +196,40 @@ void count_links(const NvmlGpu &gpu, int self, const Topology &topo, NvLinkCount
   }
 }
 
+// NVML's nvmlGpuP2PStatus_t values past NVML_P2P_STATUS_OK, in its order; the last is UNKNOWN.
+constexpr const char *kP2pStatusWords[] = {
+    "not supported by the chipset",       // NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED (sic)
+    "not supported by the GPU",           // NVML_P2P_STATUS_GPU_NOT_SUPPORTED
+    "not supported by the IOH topology",  // NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED
+    "disabled by a registry key",         // NVML_P2P_STATUS_DISABLED_BY_REGKEY
+    "not supported",                      // NVML_P2P_STATUS_NOT_SUPPORTED
+    "unknown",                            // NVML_P2P_STATUS_UNKNOWN
+};
+constexpr int kP2pStatusUnknown = 6;
+
+// One capability's status as an answer: worse answers have larger values (kOk < kUnknown <
+// kNotSupported), so the worse of reads and writes wins.
+int p2p_severity(nvmlGpuP2PStatus_t status) {
+  if (status == kP2pStatusOk) return 0;
+  return status > kP2pStatusOk && status < kP2pStatusUnknown ? 2 : 1;
+}
+
+std::string p2p_status_words(nvmlGpuP2PStatus_t status) {
+  if (status > kP2pStatusOk && status <= kP2pStatusUnknown) return kP2pStatusWords[status - 1];
+  return strprintf("status %d", status);
+}
+
+// The P2P read and write statuses of a pair of GPUs NVML knows.
+NvmlP2pAnswer ask_pair(const NvmlApi &api, nvmlDevice_t mine, nvmlDevice_t peer) {
+  nvmlGpuP2PStatus_t read = -1, write = -1;
+  nvmlReturn_t rc = api.p2p_status(mine, peer, kP2pCapsRead, &read);
+  if (rc == kNvmlSuccess) rc = api.p2p_status(mine, peer, kP2pCapsWrite, &write);
+  if (rc != kNvmlSuccess) {
+    return {NvmlP2p::kUnavailable, "nvmlDeviceGetP2PStatus: " + nvml_error(api, rc)};
+  }
+  return p2p_answer(read, write);
+}
+
 }  // namespace
 
 bool query_nvml(const std::vector<std::string> &bus_ids, std::vector<NvmlGpu> *out,
@@ -236,6 +278,57 @@ void add_nvlinks(const std::vector<NvmlGpu> &gpus, Topology *topo) {
     double bw = count * nvlink_bw(topo->nodes[gpu].sm);
     topo->connect(gpu, fabric, LinkType::kNvLink, bw, -1, count);
   }
+}
+
+NvmlP2pAnswer p2p_answer(int read_status, int write_status) {
+  constexpr NvmlP2p kBySeverity[] = {NvmlP2p::kOk, NvmlP2p::kUnknown, NvmlP2p::kNotSupported};
+  int severity = 0;
+  std::string detail;
+  for (const auto &[what, status] :
+       {std::pair{"reads", read_status}, std::pair{"writes", write_status}}) {
+    if (status == kP2pStatusOk) continue;
+    severity = std::max(severity, p2p_severity(status));
+    detail += strprintf("%sP2P %s: %s", detail.empty() ? "" : "; ", what,
+                        p2p_status_words(status).c_str());
+  }
+  return {kBySeverity[severity], detail};
+}
+
+std::vector<NvmlP2pAnswer> nvml_p2p(const std::string &bus_id,
+                                    const std::vector<std::string> &peers) {
+  std::vector<NvmlP2pAnswer> answers(peers.size());
+  auto unavailable = [&](const std::string &why) {
+    for (NvmlP2pAnswer &answer : answers) answer = {NvmlP2p::kUnavailable, why};
+    return answers;
+  };
+  if (peers.empty()) return answers;
+  const NvmlLibrary &library = nvml_library();
+  if (!library.error.empty()) return unavailable(library.error);
+  const NvmlApi &api = library.api;
+  if (api.p2p_status == nullptr) return unavailable("this NVML has no nvmlDeviceGetP2PStatus");
+  nvmlReturn_t rc = api.init();
+  if (rc != kNvmlSuccess) return unavailable("nvmlInit_v2: " + nvml_error(api, rc));
+  auto handle = [&](const std::string &bus, nvmlDevice_t *device, std::string *why) {
+    nvmlReturn_t found = api.handle_by_bus_id(bus.c_str(), device);
+    if (found != kNvmlSuccess) {
+      *why =
+          strprintf("NVML does not know GPU %s (%s)", bus.c_str(), nvml_error(api, found).c_str());
+    }
+    return found == kNvmlSuccess;
+  };
+  std::string why;
+  nvmlDevice_t mine = nullptr;
+  if (!handle(bus_id, &mine, &why)) {
+    unavailable(why);
+  } else {
+    for (size_t i = 0; i < peers.size(); ++i) {
+      nvmlDevice_t peer = nullptr;
+      answers[i] = handle(peers[i], &peer, &why) ? ask_pair(api, mine, peer)
+                                                 : NvmlP2pAnswer{NvmlP2p::kUnavailable, why};
+    }
+  }
+  api.shutdown();
+  return answers;
 }
 
 }  // namespace cohort::topo
