@@ -68,15 +68,6 @@ int collective_blocks(const CollArgs &args);
 // over kOneShotBytes, more ranks than kMaxLocalRanks.
 cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
 
-// A team of one rank: every collective's result is its input, dst[0, bytes) = src[0, bytes)
-// by one kernel of up to kCopyBlocks blocks.  A kernel launch costs the host about half of
-// cudaMemcpyAsync's device-to-device copy, which dominates a small call's time; above
-// kCopyKernelBytes the copy's own time dominates and the caller uses cudaMemcpyAsync
-// (cudaErrorInvalidValue here).  Nothing for 0 bytes or dst == src.
-constexpr size_t kCopyKernelBytes = 64 << 20;
-constexpr int kCopyBlocks = 256;
-cudaError_t launch_copy(void *dst, const void *src, size_t bytes, cudaStream_t stream);
-
 namespace detail {
 // The kernels of allreduce, reduce and reduce-scatter (reduce_coll.cu) and of the others
 // (move.cu).

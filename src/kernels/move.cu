@@ -1,8 +1,6 @@
 // The collectives that move data without reducing it (collectives.h): broadcast, allgather,
 // alltoall, barrier.  One kernel for all of them: they copy bytes, whatever the dtype, so
 // every message is split in 16-byte units of bytes.
-#include <algorithm>
-
 #include "coll_common.cuh"
 #include "collectives.h"
 
@@ -189,25 +187,8 @@ __global__ void __launch_bounds__(kCollThreads) move_data(const __grid_constant_
   finish_block(a.team, sequence);
 }
 
-// A team of one rank (launch_copy): dst = src over every thread of the grid.
-__global__ void __launch_bounds__(kCollThreads)
-    copy_bytes(void *dst, const void *src, size_t bytes) {
-  copy(grid_threads(), dst, src, bytes);
-}
-
 }  // namespace
 
 detail::CollKernel detail::move_kernel() { return move_data; }
-
-cudaError_t launch_copy(void *dst, const void *src, size_t bytes, cudaStream_t stream) {
-  if (bytes > kCopyKernelBytes) return cudaErrorInvalidValue;
-  if (bytes == 0 || dst == src) return cudaSuccess;
-  // A block per 64 KiB: a pass of a block's threads with 8 16-byte accesses in flight each.
-  constexpr size_t kBlockBytes = size_t{kCollThreads} * 8 * 16;
-  const size_t blocks = std::min<size_t>((bytes + kBlockBytes - 1) / kBlockBytes, kCopyBlocks);
-  void *params[] = {&dst, const_cast<const void **>(&src), &bytes};
-  return cudaLaunchKernel(copy_bytes, dim3(static_cast<unsigned>(blocks)), dim3(kCollThreads),
-                          params, 0, stream);
-}
 
 }  // namespace cohort::kernels

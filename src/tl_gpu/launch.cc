@@ -27,19 +27,14 @@ bool kind_of(Collective c, k::CollKind *kind) {
   }
 }
 
-// A team of one GPU rank: every collective's result is its input (a barrier is nothing),
-// copied by k::launch_copy (a kernel launch costs the host less than cudaMemcpyAsync) up to
-// k::kCopyKernelBytes, by cudaMemcpyAsync above.
+// A team of one GPU rank: every collective's result is its input (a barrier is nothing).
 Status copy_alone(const tl::DeviceCall &call, cudaStream_t stream) {
   const size_t bytes = call.count * k::dtype_size(static_cast<k::DType>(call.dtype));
   if (call.collective == Collective::kBarrier || call.src == call.dst || bytes == 0) {
     return COHORT_SUCCESS;
   }
-  const cudaError_t err =
-      bytes <= k::kCopyKernelBytes
-          ? k::launch_copy(call.dst, call.src, bytes, stream)
-          : cudaMemcpyAsync(call.dst, call.src, bytes, cudaMemcpyDeviceToDevice, stream);
-  return cuda_status(err, "copying a one-rank collective's input on the GPU");
+  return cuda_status(cudaMemcpyAsync(call.dst, call.src, bytes, cudaMemcpyDeviceToDevice, stream),
+                     "copying a one-rank collective's input on the GPU");
 }
 
 Status too_big_for_oneshot(const tl::DeviceCall &call, size_t bytes) {

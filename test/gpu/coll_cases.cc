@@ -478,49 +478,10 @@ void invalid_arguments(Tally *tally) {
   if (team.sequence(0) != 0) tally->fail("collective arguments: a call was counted");
 }
 
-// A team of one rank's copy (launch_copy): every byte, whatever the two buffers' alignments,
-// nothing outside them; nothing for dst == src; refused above kCopyKernelBytes.
-void copy_calls(Tally *tally) {
-  const size_t kSizes[] = {1, 15, 16, 17, 4096 + 3, 65536 + 17, 3 * 65536 + 5};
-  for (size_t bytes : kSizes) {
-    for (size_t src_offset : {0, 3}) {
-      for (size_t dst_offset : {0, 5, 16}) {
-        tally->count_case();
-        GuardedBuffer src(bytes, src_offset), dst(bytes, dst_offset);
-        src.poison();
-        dst.poison();
-        for (size_t i = 0; i < bytes; ++i) src.data()[i] = static_cast<unsigned char>(i * 7 + 1);
-        const cudaError_t err = kernels::launch_copy(dst.data(), src.data(), bytes, nullptr);
-        std::string why = err != cudaSuccess ? cudaGetErrorName(err) : "";
-        if (why.empty() && std::memcmp(dst.data(), src.data(), bytes) != 0) why = "bytes differ";
-        if (why.empty()) why = dst.check_guards();
-        if (!why.empty()) {
-          tally->fail("launch_copy of " + std::to_string(bytes) + " bytes (src +" +
-                      std::to_string(src_offset) + ", dst +" + std::to_string(dst_offset) +
-                      "): " + why);
-        }
-      }
-    }
-  }
-  GuardedBuffer buffer(64, 0);
-  buffer.poison();
-  tally->count_case();
-  if (kernels::launch_copy(buffer.data(), buffer.data(), 64, nullptr) != cudaSuccess ||
-      !buffer.check_guards().empty()) {
-    tally->fail("launch_copy in place: not a no-op");
-  }
-  tally->count_case();
-  if (kernels::launch_copy(buffer.data(), buffer.data() + 1, kernels::kCopyKernelBytes + 1,
-                           nullptr) != cudaErrorInvalidValue) {
-    tally->fail("launch_copy above kCopyKernelBytes: not refused");
-  }
-}
-
 }  // namespace
 
 void run_collective_cases(const Options &options, Tally *tally) {
   invalid_arguments(tally);
-  copy_calls(tally);
   absent_rank(tally);
   for (int ranks : {1, 2, 3, 4}) small_calls(ranks, options, tally);
   for (int ranks : {2, 3}) larger_calls(ranks, tally);
