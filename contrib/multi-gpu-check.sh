@@ -3,8 +3,8 @@
 # GPU, no MPS; also runs (as a dry run of itself) on a machine of one GPU at one rank:
 #   contrib/multi-gpu-check.sh BUILD_DIR RESULTS_DIR
 # 1. The machine: nvidia-smi -L / topo -m / nvlink -s (and the NVLink count per GPU),
-#    cohort_info --topo, and the topology a team of every GPU detects as XML
-#    ($RESULTS_DIR/topo-<gpu>-<n>gpu.xml: a new reference topology for test/data/topo).
+#    cohort_info --topo, and the topology a team of every GPU detects as XML ($RESULTS_DIR/
+#    topo.xml: a new reference topology, test/data/topo/<gpu>-<n>gpu.xml as summary.txt says).
 # 2. Correctness: gpu_test's suite (test/mpi/run-gpu-tests.sh) at the rank counts up to the
 #    GPU count, and at the GPU count itself.
 # 3. Performance, one run per comparison on the same buffers: cohort_perf -m cuda against NCCL
@@ -49,7 +49,8 @@ run machine "NVLinks up per GPU" bash -c \
   "nvidia-smi nvlink -s | awk '/^GPU/ {gpu=\$2} / Link [0-9]+: [0-9.]+ GB\/s/ {n[gpu]++}
    END {for (g in n) print \"GPU \" g \" \" n[g] \" NVLinks up\"; if (length(n) == 0) print \"no NVLink up\"}'"
 run machine "cohort_info --topo" "$info" --topo
-xml="$results/topo-$model-${gpus}gpu.xml"
+xml="$results/topo.xml"
+echo "# topo.xml: the reference topology test/data/topo/$model-${gpus}gpu.xml" >> "$results/summary.txt"
 run machine "the topology a team of $gpus rank(s) detects, dumped to $(basename "$xml")" env \
   COHORT_DEBUG=INFO COHORT_DEBUG_SUBSYS=TOPO,GRAPH COHORT_TOPO_DUMP_FILE="$xml" \
   mpirun -np "$gpus" "$(binary test/mpi/team_test)" plan
