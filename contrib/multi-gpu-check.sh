@@ -11,6 +11,10 @@
 #    (NCCL_NVLS_ENABLE=0) for allreduce, allgather, reduce_scatter, broadcast and alltoall,
 #    8 B - 1 GiB, eager and replayed from CUDA graphs, ending with the table of Cohort/NCCL
 #    time ratios; team creation against ncclCommInitRank.
+# Each comparison times 100 calls after 10 untimed (nccl-tests' 20 let one host hiccup of a VM
+# double a small size's time).  Through the device tool, where at most 8 files come back, run
+# it into a local folder and bring back one archive:
+#   bash contrib/multi-gpu-check.sh gpucarry /tmp/multi; tar czf $OUT/multi.tgz -C /tmp multi
 # MULTI_GPU_MAX (default 1G) bounds the sizes; MULTI_GPU_STEPS=suite,perf,team (default all
 # three after the record) picks the parts.  Everything lands in RESULTS_DIR; summary.txt says
 # what ran and its exit status.
@@ -75,7 +79,7 @@ fi
 if wanted perf; then
   run perf "cohort_perf vs NCCL, $gpus rank(s), 8 B - $max, eager and graph" timeout 480 \
     mpirun -np "$gpus" --bind-to core "$perf" -m cuda \
-    -c allreduce,allgather,reduce_scatter,broadcast,alltoall -b 8 -e "$max" -f 2 -n 20 -w 5 \
+    -c allreduce,allgather,reduce_scatter,broadcast,alltoall -b 8 -e "$max" -f 2 -n 100 -w 10 \
     --vs-nccl --graph 20 --roofline --json "$results/perf-vs-nccl.json"
   # The ratio table alone (the end of the log), for the note.
   sed -n '/^# Cohort\/NCCL time, /,$p' "$results/perf.log" > "$results/ratios.txt"
