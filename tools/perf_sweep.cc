@@ -206,7 +206,8 @@ double Sweep::time_graph(const Call &call, const char *who, const Run &run) {
   const std::string why = graph.capture(memory_->stream(), opt_.graph_ops, run);
   or_fail(call, (std::string("capturing a CUDA graph of ") + who).c_str(), why);
   const double per_replay = time_loop(1, graph_replays(opt_), [&] {
-    or_fail(call, "replaying the CUDA graph of", graph.launch(memory_->stream()));
+    or_fail(call, (std::string("replaying the CUDA graph of ") + who).c_str(),
+            graph.launch(memory_->stream()));
   });
   return per_replay / opt_.graph_ops;
 }

@@ -130,7 +130,13 @@ void Table::print_run(const Row &row, const Measurement &m) const {
            format_or_dash(floor > 0 && m.time_us > 0, 100 * floor / m.time_us, "%.1f").c_str());
   }
   if (nccl_) print_reference(row, m.time_us, m.nccl_us);
-  if (nccl_ && opt_.graph_ops > 0) print_reference(row, m.graph_us, m.nccl_graph_us);
+  if (nccl_ && opt_.graph_ops > 0) {
+    if (m.graph_us < 0 && m.nccl_graph_us < 0) {
+      printf(kRatioFormat, "-", "-");  // no graph of either (nothing to enqueue)
+    } else {
+      print_reference(row, m.graph_us, m.nccl_graph_us);
+    }
+  }
   if (opt_.vs_mpi) print_reference(row, m.time_us, m.mpi_us);
 }
 
@@ -216,10 +222,11 @@ void Table::print_nccl_ratio_table(const std::vector<Row> &rows) const {
       "1 / time ratio)%s\n",
       kPlacementNames[p], graph ? "; graph: both replayed from CUDA graphs" : "");
   printf("#%11s", "size");
-  for (Collective c : columns) printf(graph ? "  %15s" : "  %7s", coll::collective_name(c));
+  // Without --graph a column is as wide as the longest name ("reduce_scatter").
+  for (Collective c : columns) printf(graph ? "  %15s" : "  %14s", coll::collective_name(c));
   printf("\n#%11s", "(B)");
   for (size_t i = 0; i < columns.size(); ++i) {
-    printf(graph ? "  %7s %7s" : "  %7s", "eager", "graph");
+    printf(graph ? "  %7s %7s" : "  %14s", "eager", "graph");
   }
   printf("\n");
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -229,7 +236,8 @@ void Table::print_nccl_ratio_table(const std::vector<Row> &rows) const {
       const Measurement *m = row != nullptr ? &row->runs[p] : nullptr;
       const bool eager = m && has_ratio(*row) && m->nccl_us > 0 && m->time_us > 0;
       const bool replayed = m && has_ratio(*row) && m->nccl_graph_us > 0 && m->graph_us > 0;
-      printf("  %7s", format_or_dash(eager, eager ? m->time_us / m->nccl_us : 0).c_str());
+      printf(graph ? "  %7s" : "  %14s",
+             format_or_dash(eager, eager ? m->time_us / m->nccl_us : 0).c_str());
       if (graph) {
         printf(" %7s",
                format_or_dash(replayed, replayed ? m->graph_us / m->nccl_graph_us : 0).c_str());

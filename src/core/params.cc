@@ -78,6 +78,10 @@ const std::vector<ParamSpec> kTestingParams = {
     {"INJECT_FAILURE", ParamType::kString, "", "", "", kAny,
      "PHASE:RANK[:stall] makes team rank RANK fail (or stall past the timeout) in PHASE of team "
      "creation; align:RANK:skew makes it report a different plan"},
+    {"INJECT_NO_P2P", ParamType::kInt, "-1", "", "", kAny,
+     "RANK: team rank RANK's GPU counts as reaching no other local rank's by peer access (as "
+     "if cudaDeviceCanAccessPeer said no, GPUs shared included), so its teams turn GPU "
+     "collectives off"},
     {"INJECT_UCX_FAILURE", ParamType::kString, "", "", "", kAny,
      "RANK:PEER[:MESSAGES] makes team rank RANK's UCX endpoint to PEER fail as if UCX had "
      "reported the peer lost, once MESSAGES (1) more messages went to it"},

@@ -39,10 +39,16 @@ struct SetupRecord {
 // The ordinal of `gpu` (TeamView::gpu) among this process's devices; -1: not visible here.
 int visible_ordinal(uint64_t gpu) {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) return -1;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the caller's next cudaGetLastError must not see it
+    return -1;
+  }
   for (int device = 0; device < count; ++device) {
     GpuIdentity identity;
-    if (is_error(query_gpu_identity(device, &identity))) continue;
+    if (is_error(query_gpu_identity(device, &identity))) {
+      cudaGetLastError();
+      continue;
+    }
     if (tl::TeamView::gpu_of_uuid(identity.uuid) == gpu) return device;
   }
   return -1;
@@ -51,8 +57,10 @@ int visible_ordinal(uint64_t gpu) {
 // Whether kernels on `device` can read and write memory of the device `peer` (an ordinal).
 PeerAccess cuda_access(int device, int peer) {
   int can = 0;
-  if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+  if (const cudaError_t err = cudaDeviceCanAccessPeer(&can, device, peer); err != cudaSuccess) {
     cudaGetLastError();  // not sticky; the pair counts as unreachable
+    COHORT_LOG_WARN(INIT, "cudaDeviceCanAccessPeer(%d, %d): %s: the pair counts as unreachable",
+                    device, peer, cudaGetErrorString(err));
     return PeerAccess::kNo;
   }
   return can != 0 ? PeerAccess::kYes : PeerAccess::kNo;
@@ -141,6 +149,7 @@ class GpuTransport final : public tl::DeviceTransport {
   Event done_;
   cudaStream_t last_stream_ = nullptr;
   bool launched_ = false;
+  bool copied_ = false;  // a team of one rank enqueued a copy (its calls record no event)
   std::atomic<bool> aborted_{false};
   k::DeviceTeam team_{};
 };
@@ -254,6 +263,12 @@ void GpuTransport::describe_reach(const tl::TeamView &team, SetupRecord *record)
   const PeerMarks marks = unreachable_peers(gpus, me, [&](int q) { return access_[q]; });
   record->unreachable = marks.unreachable;
   record->by_nvml = marks.by_nvml;
+  // COHORT_INJECT_NO_P2P (Cohort's tests): this team rank's GPU reaches no other rank's, as if
+  // cudaDeviceCanAccessPeer said no (ranks sharing its GPU too: the one GPU tests have).
+  int64_t injected = -1;
+  if (!is_error(param_int("INJECT_NO_P2P", &injected)) && injected == team.rank) {
+    record->unreachable = ((1u << local_size) - 1) & ~(1u << me);
+  }
 }
 
 // NVML's answers (one session) for the local ranks `hidden`, whose GPUs this process does not
@@ -304,7 +319,14 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   // and with it the whole team; instead every rank turns GPU collectives off alike and the
   // team runs host collectives.
   if (std::string why = reach_problem(team, by_local); !why.empty()) {
-    COHORT_LOG_INFO(INIT, "%s", why.c_str());
+    // Once per process at WARN (device collectives are refused, the component stages them to
+    // host memory: slower, and the user should know why); every team's at INFO.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      COHORT_LOG_WARN(INIT, "%s", why.c_str());
+    } else {
+      COHORT_LOG_INFO(INIT, "%s", why.c_str());
+    }
     inactive_why_ = why;
     release();
     return COHORT_SUCCESS;
@@ -381,9 +403,13 @@ Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
   DeviceGuard guard(device_);
   cudaStream_t target = stream != nullptr ? static_cast<cudaStream_t>(stream) : stream_.get();
   // A team of one rank only copies its input (launch_call): it shares no window, flag or
-  // counter, so there is no call to order after and no end to record, and a CUDA graph of its
-  // calls holds their copies alone.
-  if (team_.size == 1) return launch_call(team_, local_ranks_, registered_, call, target);
+  // counter, so there is no call to order after and no end to record (quiesce waits for the
+  // device instead), and a CUDA graph of its calls holds their copies alone.
+  if (team_.size == 1) {
+    s = launch_call(team_, local_ranks_, registered_, call, target);
+    copied_ = copied_ || !is_error(s);
+    return s;
+  }
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   s = cuda_status(cudaStreamIsCapturing(target, &capture), "asking the stream's capture state");
   const bool capturing = capture != cudaStreamCaptureStatusNone;
@@ -547,8 +573,13 @@ Status GpuTransport::add_registration(void *buffer, const tl::RecordTable &recor
 }
 
 Status GpuTransport::quiesce() {
-  if (!active_ || !launched_) return COHORT_SUCCESS;
+  if (!active_ || (!launched_ && !copied_)) return COHORT_SUCCESS;
   DeviceGuard guard(device_);
+  // A team of one rank records no end of its copies (enqueue): its last one, eager or in a
+  // graph replayed since, is behind every work of this process on the device.
+  if (copied_) {
+    return cuda_status(cudaDeviceSynchronize(), "waiting for the one-rank team's last copy");
+  }
   return cuda_status(cudaEventSynchronize(done_.get()), "waiting for the team's last collective");
 }
 

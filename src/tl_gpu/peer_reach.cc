@@ -54,8 +54,8 @@ std::string unreachable_reason(const std::vector<PeerReach> &ranks, const std::s
   const std::string more =
       pairs > 1 ? strprintf(" (nor can %d more pairs of the host's GPUs)", pairs - 1) : "";
   const bool by_nvml = first_to < 32 && ((from.by_nvml >> first_to) & 1u) != 0;
-  const char *who = by_nvml ? "NVML's nvmlDeviceGetP2PStatus, asked as CUDA does not show the "
-                              "rank that GPU; `nvidia-smi topo -p2p rw` says why"
+  const char *who = by_nvml ? "NVML's nvmlDeviceGetP2PStatus: CUDA_VISIBLE_DEVICES hides that "
+                              "GPU from the rank; `nvidia-smi topo -p2p rw` says why"
                             : "cudaDeviceCanAccessPeer";
   return strprintf(
       "%s GPU %s cannot reach rank %d's GPU %s by peer access (%s)%s: GPU "

@@ -27,10 +27,11 @@ enum class PeerAccess : uint8_t {
 // What NVML's answer makes of a peer's GPU that CUDA does not show this process.
 //
 // NVML sees every GPU of the host whatever CUDA_VISIBLE_DEVICES hides, so a pair is asked by
-// bus id (nvmlDeviceGetP2PStatus, reads and writes, as NCCL's ncclTopoCheckP2p reads it):
-// a definite no (chipset, GPU, IOH topology, registry key, NOT_SUPPORTED) marks the peer.
-// Where NVML cannot tell (no NVML, a failed call, or NVML_P2P_STATUS_UNKNOWN, which is no
-// verdict) the GPU counts as reachable, as NCCL's p2p transport counts an invisible GPU
+// bus id (nvmlDeviceGetP2PStatus, reads and writes, both of which NCCL's ncclTopoCheckP2p
+// requires OK): a definite no (chipset, GPU, IOH topology, registry key, NOT_SUPPORTED) marks
+// the peer.  Where NVML cannot tell (no NVML, a failed call, or NVML_P2P_STATUS_UNKNOWN, which
+// is no verdict; NCCL, which has other transports to fall back on, reads UNKNOWN as no) the
+// GPU counts as reachable, as NCCL's p2p transport counts an invisible GPU
 // (p2pCanConnect, src/transport/p2p.cc: "CUDA 10.1 and later can use P2P with invisible
 // devices"): cudaIpcOpenMemHandle maps another GPU's memory whether this process sees that GPU
 // or not, and counting such peers as unreachable would turn GPU collectives off wherever each

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "core/log.h"
@@ -294,8 +295,11 @@ NvmlP2pAnswer p2p_answer(int read_status, int write_status) {
   return {kBySeverity[severity], detail};
 }
 
-std::vector<NvmlP2pAnswer> nvml_p2p(const std::string &bus_id,
-                                    const std::vector<std::string> &peers) {
+namespace {
+
+// One NVML session for the pairs of `bus_id` and `peers`.
+std::vector<NvmlP2pAnswer> ask_nvml_p2p(const std::string &bus_id,
+                                        const std::vector<std::string> &peers) {
   std::vector<NvmlP2pAnswer> answers(peers.size());
   auto unavailable = [&](const std::string &why) {
     for (NvmlP2pAnswer &answer : answers) answer = {NvmlP2p::kUnavailable, why};
@@ -328,6 +332,26 @@ std::vector<NvmlP2pAnswer> nvml_p2p(const std::string &bus_id,
     }
   }
   api.shutdown();
+  return answers;
+}
+
+}  // namespace
+
+// NVML's start costs tens of ms, and every team of ranks that CUDA_VISIBLE_DEVICES isolates
+// asks: each pair is asked once per process (its answer, unavailable included, kept).
+std::vector<NvmlP2pAnswer> nvml_p2p(const std::string &bus_id,
+                                    const std::vector<std::string> &peers) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, NvmlP2pAnswer> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<std::string> unknown;
+  for (const std::string &peer : peers) {
+    if (known.count({bus_id, peer}) == 0) unknown.push_back(peer);
+  }
+  const std::vector<NvmlP2pAnswer> asked = ask_nvml_p2p(bus_id, unknown);
+  for (size_t i = 0; i < unknown.size(); ++i) known[{bus_id, unknown[i]}] = asked[i];
+  std::vector<NvmlP2pAnswer> answers;
+  for (const std::string &peer : peers) answers.push_back(known.at({bus_id, peer}));
   return answers;
 }
 

@@ -63,8 +63,9 @@ struct NvmlP2pAnswer {
 
 // NVML's answer for peer access between the GPU `bus_id` and each of `peers` (bus ids as
 // sysfs writes them, "0000:41:00.0"), from nvmlDeviceGetP2PStatus with
-// NVML_P2P_CAPS_INDEX_READ and _WRITE; one NVML session for them all.  Always one answer per
-// peer: every one kUnavailable, with the reason, where NVML cannot be used.
+// NVML_P2P_CAPS_INDEX_READ and _WRITE; one NVML session for the pairs not asked before in this
+// process (answers are kept).  Always one answer per peer: every one kUnavailable, with the
+// reason, where NVML cannot be used.  Thread-safe.
 std::vector<NvmlP2pAnswer> nvml_p2p(const std::string &bus_id,
                                     const std::vector<std::string> &peers);
 

@@ -211,6 +211,37 @@ void refusals() {
   CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
 }
 
+// A host whose GPUs cannot reach each other (run with COHORT_INJECT_NO_P2P=R): the team is
+// created, GPU collectives and registration are refused on every rank naming rank R's GPU, and
+// host collectives work.
+void no_p2p() {
+  cohort_team_t team = gpu_team();
+  float *device = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&device), 64 * sizeof(float)));
+  const char *injected = getenv("COHORT_INJECT_NO_P2P");
+  const std::string who = std::string("rank ") + (injected != nullptr ? injected : "?");
+  cohort_status_t s =
+      cohort_allreduce_stream(team, device, device, 64, COHORT_FLOAT32, COHORT_SUM, nullptr);
+  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "by peer access") &&
+            contains(cohort_last_error(), "GPU collectives are off") &&
+            contains(cohort_last_error(), who),
+        "a GPU allreduce without peer access: %s: %s", cohort_status_string(s),
+        cohort_last_error());
+  cohort_mem_reg_t reg = nullptr;
+  s = cohort_mem_register(team, device, 64 * sizeof(float), &reg);
+  CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "by peer access"),
+        "registration without peer access: %s: %s", cohort_status_string(s), cohort_last_error());
+  std::vector<float> host(64, static_cast<float>(g_rank + 1));
+  CHECK_STATUS(cohort_allreduce(team, host.data(), host.data(), 64, COHORT_FLOAT32, COHORT_SUM),
+               COHORT_SUCCESS);
+  const float want = static_cast<float>(g_size * (g_size + 1) / 2);
+  CHECK(host[0] == want && host[63] == want, "host allreduce: %g, want %g", host[0], want);
+  cudaFree(device);
+  if (g_rank == 0)
+    printf("no-p2p: GPU collectives refused naming %s, host ones right\n", who.c_str());
+  CHECK_STATUS(cohort_team_destroy(team), COHORT_SUCCESS);
+}
+
 // cohort_mem_register's refusals are named on every rank, and leave the team usable: the
 // last rank's host buffer (every rank names that rank), a buffer past its allocation's end, a
 // registration deregistered twice or through another team; then a registered allreduce of
@@ -313,6 +344,7 @@ int main(int argc, char **argv) {
                    {"pipeline", pipeline},
                    {"refusals", refusals},
                    {"registration", registration},
+                   {"no-p2p", no_p2p},
                    {"abort", [] { stop_scenario(true); }},
                    {"missing", [] { stop_scenario(false); }}},
                   skip_reason);

@@ -41,6 +41,8 @@ tests="1 allreduce
 4 collectives --quick 1 --register 1 --offset 1
 3 collectives --quick 1 --register 2
 4 mixed --register 1
+2 no-p2p @COHORT_INJECT_NO_P2P=1
+3 no-p2p @COHORT_INJECT_NO_P2P=0
 2 abort
 4 abort --rank 1
 3 missing @COHORT_COLL_TIMEOUT=2"

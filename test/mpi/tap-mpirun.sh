@@ -17,8 +17,9 @@ run_tap() {
   printf '%s\n' "$lines" | grep . | while read -r np rest; do
     n=$((n + 1))
     env_arg=""
+    # Everything after the first " @" (values may hold "@": COHORT_COLL_ALGO's coll@memory).
     case "$rest" in
-      *@*) env_arg="${rest##*@}"; rest="${rest%% @*}" ;;
+      *" @"*) env_arg=$(printf '%s' "${rest#* @}" | sed 's/ @/ /g'); rest="${rest%% @*}" ;;
     esac
     name="np=$np $rest${env_arg:+ ($env_arg)}"
     # Variables reach the ranks through mpirun's environment (ranks are local), not -x, which
