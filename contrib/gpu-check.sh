@@ -23,13 +23,9 @@ results=${2:-/tmp/cohort-gpu}
 mkdir -p "$results"
 source .devrt/env.sh
 export LD_LIBRARY_PATH=$PWD/$build/src/.libs:$LD_LIBRARY_PATH
-# A libtool-linked program's real binary (.libs/ when it links libcohort.so).
-binary() { if [ -x "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")" ]; then
-  echo "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")"; else echo "$PWD/$build/$1"; fi; }
+source "$(dirname "$0")/gpu-common.sh"  # binary, quiet
 team_test=$(binary test/mpi/team_test)
 perf=$(binary tools/cohort_perf)
-# Open MPI's PMIx prints a harmless plugin-load warning per process there; keep logs readable.
-quiet() { grep -v -e 'pmix_mca_base_component_repository_open' -e 'dlopen error' -e 'Perhaps a missing symbol'; }
 run() {  # title command...  (appends to $results/$name.log)
   echo "=== $1" | tee -a "$results/summary.txt"
   shift

@@ -33,11 +33,9 @@ rm -f "$results"/*.log "$results"/ratios.txt "$results"/topo.xml  # a reused fol
 [ -f .devrt/env.sh ] && source .devrt/env.sh
 export LD_LIBRARY_PATH=$PWD/$build/src/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off: the comparison is with it off
-binary() { if [ -x "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")" ]; then
-  echo "$PWD/$build/$(dirname "$1")/.libs/$(basename "$1")"; else echo "$PWD/$build/$1"; fi; }
+source "$(dirname "$0")/gpu-common.sh"  # binary, quiet
 perf=$(binary tools/cohort_perf)
 info=$(binary tools/cohort_info)
-quiet() { grep -v -e 'pmix_mca_base_component_repository_open' -e 'dlopen error' -e 'Perhaps a missing symbol'; }
 run() {  # name title command...  (the command's output goes to $results/name.log)
   local name=$1 title=$2
   shift 2
