@@ -202,16 +202,31 @@ static int run_iprev(mca_coll_cohort_module_t *m, const coll_cohort_args_t *a,
 
 /* ------------------------------------------------------------------ nonblocking requests */
 
+/* Open MPI's bindings of the nonblocking collectives take the request of every coll module
+ * for an ompi_coll_base_nbc_request_t and, for a call with derived datatypes or a user op,
+ * write them into it to release them at completion (ompi_coll_base_retain_datatypes): on a
+ * request that is only an ompi_request_t, that write lands on whatever follows it.  Its header,
+ * coll_base_util.h, does not compile with Debian's Open MPI headers (it needs a Fortran header
+ * they lack), so its 4.1 layout is restated here, and the class, which libmpi exports, is
+ * its parent's. */
+typedef struct {
+  ompi_request_t super;
+  void *completion_callback;      /* cb.req_complete_cb (or cb.req_free, persistent) */
+  void *completion_callback_data; /* req_complete_cb_data */
+  void *retained[2];              /* data: the datatypes or op it holds */
+} nbc_request_t;
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
+
 /* A nonblocking call Cohort took (logic's request) or staged onto Open MPI's module (inner,
  * its request on the host copies), as the MPI request the application waits on.  Active ones
  * are completed from Open MPI's progress loop. */
 typedef struct cohort_nb_request_t {
-  ompi_request_t super;
+  nbc_request_t super;
   coll_cohort_request_t *logic;
   ompi_request_t *inner;
   struct cohort_nb_request_t *next; /* in the active list */
 } cohort_nb_request_t;
-OBJ_CLASS_INSTANCE(cohort_nb_request_t, ompi_request_t, NULL, NULL);
+OBJ_CLASS_INSTANCE(cohort_nb_request_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
 /* The active list; the lock is held only to change it and to poll it, never while a request
  * is completed (completion may run callbacks that post collectives).  A thread that finds the
@@ -231,7 +246,7 @@ static bool finished(cohort_nb_request_t *r) {
   } else if (!coll_cohort_request_test(r->logic, &rc)) {
     return false;
   }
-  r->super.req_status.MPI_ERROR = rc;
+  r->super.super.req_status.MPI_ERROR = rc;
   return true;
 }
 
@@ -253,7 +268,7 @@ static int cohort_progress(void) {
   while (done != NULL) {
     cohort_nb_request_t *r = done;
     done = r->next;
-    ompi_request_complete(&r->super, true);
+    ompi_request_complete(&r->super.super, true);
     ++completed;
   }
   return completed;
@@ -262,8 +277,8 @@ static int cohort_progress(void) {
 static int nb_request_free(ompi_request_t **request) {
   cohort_nb_request_t *r = (cohort_nb_request_t *)*request;
   if (r->logic != NULL) coll_cohort_request_free(r->logic);
-  OBJ_RELEASE(r->super.req_mpi_object.comm);
-  OMPI_REQUEST_FINI(&r->super);
+  OBJ_RELEASE(r->super.super.req_mpi_object.comm);
+  OMPI_REQUEST_FINI(&r->super.super);
   OBJ_RELEASE(r);
   *request = MPI_REQUEST_NULL;
   return OMPI_SUCCESS;
@@ -280,13 +295,13 @@ static int nb_request_start(struct ompi_communicator_t *comm, coll_cohort_reques
                             ompi_request_t *inner, ompi_request_t **request) {
   cohort_nb_request_t *r = OBJ_NEW(cohort_nb_request_t);
   if (r == NULL) return OMPI_ERR_OUT_OF_RESOURCE;
-  OMPI_REQUEST_INIT(&r->super, false);
-  r->super.req_type = OMPI_REQUEST_COLL;
-  r->super.req_state = OMPI_REQUEST_ACTIVE;
-  r->super.req_status = ompi_status_empty;
-  r->super.req_free = nb_request_free;
-  r->super.req_cancel = nb_request_cancel;
-  r->super.req_mpi_object.comm = comm;
+  OMPI_REQUEST_INIT(&r->super.super, false);
+  r->super.super.req_type = OMPI_REQUEST_COLL;
+  r->super.super.req_state = OMPI_REQUEST_ACTIVE;
+  r->super.super.req_status = ompi_status_empty;
+  r->super.super.req_free = nb_request_free;
+  r->super.super.req_cancel = nb_request_cancel;
+  r->super.super.req_mpi_object.comm = comm;
   OBJ_RETAIN(comm); /* the communicator (and its module's state) outlives the request */
   r->logic = logic;
   r->inner = inner;
@@ -298,7 +313,7 @@ static int nb_request_start(struct ompi_communicator_t *comm, coll_cohort_reques
     progress_registered = true;
   }
   pthread_mutex_unlock(&active_lock);
-  *request = &r->super;
+  *request = &r->super.super;
   return OMPI_SUCCESS;
 }
 
