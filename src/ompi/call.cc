@@ -46,8 +46,9 @@ Region region_from(const void *ptr, Span s) {
   return {static_cast<const char *>(ptr) + s.begin, static_cast<size_t>(s.end - s.begin)};
 }
 
-// `count` elements at ptr.
+// `count` elements at ptr (none: the datatype is not asked about).
 std::optional<Region> region(const void *ptr, MPI_Datatype datatype, MPI_Aint count) {
+  if (count <= 0) return Region{};
   auto l = layout_of(datatype);
   if (!l) return std::nullopt;
   return region_from(ptr, span_of(*l, 0, count));
@@ -56,6 +57,7 @@ std::optional<Region> region(const void *ptr, MPI_Datatype datatype, MPI_Aint co
 // Blocks of counts[i] elements at displs[i], i < n: from the first byte of any to the last.
 std::optional<Region> v_region(const void *ptr, MPI_Datatype datatype, const int *counts,
                                const int *displs, int n) {
+  if (std::none_of(counts, counts + n, [](int c) { return c > 0; })) return Region{};
   auto l = layout_of(datatype);
   if (!l) return std::nullopt;
   Span all{0, 0};
@@ -81,6 +83,18 @@ bool Call::in_place() const {
   if (rooted_send_side(kind())) return is_root() && args.sbuf == MPI_IN_PLACE;
   if (rooted_recv_side(kind())) return is_root() && args.rbuf == MPI_IN_PLACE;
   return args.sbuf == MPI_IN_PLACE;
+}
+
+bool Call::uses(Side side) const {
+  const Kind k = kind();
+  if (k == COLL_COHORT_BARRIER) return false;
+  if (k == COLL_COHORT_BCAST) return side == Side::kRecv;
+  const bool gathers = k == COLL_COHORT_REDUCE || k == COLL_COHORT_GATHER ||
+                       k == COLL_COHORT_GATHERV;  // the root alone receives
+  const bool scatters = k == COLL_COHORT_SCATTER || k == COLL_COHORT_SCATTERV;
+  if (side == Side::kSend) return scatters ? is_root() : !in_place();
+  if (gathers) return is_root();
+  return !(scatters && in_place());
 }
 
 bool Call::reduces() const {
@@ -117,55 +131,40 @@ Regions reduction_regions(const Call &c) {
   if (c.kind() == COLL_COHORT_REDUCE_SCATTER) in = sum(a.rcounts, c.size);
   if (c.kind() == COLL_COHORT_REDUCE_SCATTER) out = a.rcounts[c.rank];
   if (in_place) out = in;  // the whole input is the receive buffer
-  if (!in_place) put(&r.send, region(a.sbuf, a.dtype, in), &r.ok);
-  if (c.kind() != COLL_COHORT_REDUCE || c.is_root())
-    put(&r.recv, region(a.rbuf, a.dtype, out), &r.ok);
+  if (c.uses(Side::kSend)) put(&r.send, region(a.sbuf, a.dtype, in), &r.ok);
+  if (c.uses(Side::kRecv)) put(&r.recv, region(a.rbuf, a.dtype, out), &r.ok);
   return r;
 }
 
-Regions block_regions(const Call &c) {
+// The send side's region (send = true) or the receive side's of a data-movement collective,
+// for a rank that uses that side.
+std::optional<Region> block_region(const Call &c, bool send) {
   const coll_cohort_args_t &a = c.args;
-  Regions r;
   const MPI_Aint n = c.size;
-  const bool in_place = c.in_place();
+  const void *buf = send ? a.sbuf : a.rbuf;
+  const MPI_Datatype type = send ? a.sdtype : a.rdtype;
+  const int count = send ? a.scount : a.rcount;
+  const int *counts = send ? a.scounts : a.rcounts;
+  const int *displs = send ? a.sdispls : a.rdispls;
   switch (c.kind()) {
     case COLL_COHORT_ALLGATHER:
-      if (!in_place) put(&r.send, region(a.sbuf, a.sdtype, a.scount), &r.ok);
-      put(&r.recv, region(a.rbuf, a.rdtype, a.rcount * n), &r.ok);
-      break;
+    case COLL_COHORT_GATHER: return region(buf, type, send ? MPI_Aint{count} : count * n);
+    case COLL_COHORT_SCATTER: return region(buf, type, send ? count * n : MPI_Aint{count});
+    case COLL_COHORT_ALLTOALL: return region(buf, type, count * n);
     case COLL_COHORT_ALLGATHERV:
-      if (!in_place) put(&r.send, region(a.sbuf, a.sdtype, a.scount), &r.ok);
-      put(&r.recv, v_region(a.rbuf, a.rdtype, a.rcounts, a.rdispls, c.size), &r.ok);
-      break;
-    case COLL_COHORT_ALLTOALL:
-      if (!in_place) put(&r.send, region(a.sbuf, a.sdtype, a.scount * n), &r.ok);
-      put(&r.recv, region(a.rbuf, a.rdtype, a.rcount * n), &r.ok);
-      break;
-    case COLL_COHORT_ALLTOALLV:
-      if (!in_place) put(&r.send, v_region(a.sbuf, a.sdtype, a.scounts, a.sdispls, c.size), &r.ok);
-      put(&r.recv, v_region(a.rbuf, a.rdtype, a.rcounts, a.rdispls, c.size), &r.ok);
-      break;
-    case COLL_COHORT_GATHER:
     case COLL_COHORT_GATHERV:
-      if (!in_place) put(&r.send, region(a.sbuf, a.sdtype, a.scount), &r.ok);
-      if (!c.is_root()) break;
-      put(&r.recv,
-          c.kind() == COLL_COHORT_GATHER ? region(a.rbuf, a.rdtype, a.rcount * n)
-                                         : v_region(a.rbuf, a.rdtype, a.rcounts, a.rdispls, c.size),
-          &r.ok);
-      break;
-    case COLL_COHORT_SCATTER:
+      return send ? region(buf, type, count) : v_region(buf, type, counts, displs, c.size);
     case COLL_COHORT_SCATTERV:
-      if (!in_place) put(&r.recv, region(a.rbuf, a.rdtype, a.rcount), &r.ok);
-      if (!c.is_root()) break;
-      put(&r.send,
-          c.kind() == COLL_COHORT_SCATTER
-              ? region(a.sbuf, a.sdtype, a.scount * n)
-              : v_region(a.sbuf, a.sdtype, a.scounts, a.sdispls, c.size),
-          &r.ok);
-      break;
-    default: break;
+      return send ? v_region(buf, type, counts, displs, c.size) : region(buf, type, count);
+    case COLL_COHORT_ALLTOALLV: return v_region(buf, type, counts, displs, c.size);
+    default: return Region{};
   }
+}
+
+Regions block_regions(const Call &c) {
+  Regions r;
+  if (c.uses(Side::kSend)) put(&r.send, block_region(c, true), &r.ok);
+  if (c.uses(Side::kRecv)) put(&r.recv, block_region(c, false), &r.ok);
   return r;
 }
 

@@ -1,6 +1,10 @@
 // One MPI collective call as the logic sees it: the glue's arguments, this rank's place in the
-// communicator, and what each buffer holds (its byte range, whether the call reads or writes
-// it) for the memory rule and for staging.
+// communicator, which of its arguments this rank uses, and what each buffer holds (its byte
+// range, whether the call reads or writes it) for the memory rule and for staging.  Arguments
+// the standard tells a rank to ignore (the send side with MPI_IN_PLACE, a gather's receive
+// side and a scatter's send side off the root, reduce's receive buffer off the root) may be
+// anything, MPI_DATATYPE_NULL, a negative count or NULL arrays among them: nothing here or
+// after reads them.
 #pragma once
 
 #include <mpi.h>
@@ -47,8 +51,12 @@ struct Call {
   bool in_place() const;
   // Whether the collective reduces (its datatype and op must be Cohort's).
   bool reduces() const;
-  // The buffers this rank passes and uses (none for a barrier, a count of 0, reduce's receive
-  // buffer off the root, ...).  False when MPI cannot tell a datatype's extent.
+  // Whether this rank uses a side's arguments (buffer, count or counts, datatype).  A barrier
+  // uses none; bcast's one buffer is the receive side.
+  bool uses(Side side) const;
+  // The buffers this rank uses and moves bytes through (none for a barrier, a count of 0,
+  // reduce's receive buffer off the root, ...).  False when MPI cannot tell the extent of a
+  // datatype the call uses (which MPI's own argument checks rule out).
   bool buffers(CallBuffers *out) const;
 };
 

@@ -200,16 +200,19 @@ bool CommState::all_on_device(CallId call, const coll_cohort_args_t &args, bool 
   // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
   // exists; before, over Open MPI, so that no team is made for calls that stay there.
   int off = mine ? 0 : 1, any_off = off;
-  if (team_state_ != TeamState::kReady || failed_) {
+  if (team_state_ != TeamState::kReady) {
     const bool all = mpi_max(call, off) == 0;
     routes_.learn(key, all);
     return all;
   }
+  // A team that a failure aborted fails this on every rank alike (the abort reaches each),
+  // so every rank takes the host route, where its calls on Cohort fail too.
   BusyScope busy;
   if (cohort_allreduce(team_, &off, &any_off, 1, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
-    say(kWarning, "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(),
-        name().c_str(), cohort_last_error());
-    failed_ = true;
+    say(failed_ ? kEveryCall : kWarning,
+        "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(), name().c_str(),
+        cohort_last_error());
+    if (!failed_) abort_team();
     return false;
   }
   routes_.learn(key, any_off == 0);
@@ -243,6 +246,17 @@ void CommState::staged(CallId call, StagedTo to, size_t bytes, const char *why) 
   }
 }
 
+void CommState::packed(CallId call, size_t bytes) {
+  long &n = counts_[call.index()].packed;
+  ++n;
+  const int level = n == 1 ? kFirstFallback : kEveryCall;
+  if (shown(level)) {
+    say(level,
+        "%s packed %zu bytes of a datatype with gaps on this rank (MPI_Pack) to run on Cohort",
+        call.name(), bytes);
+  }
+}
+
 int CommState::finish(CallId call, cohort_status_t status, int *rc, const char *where) {
   if (status == COHORT_SUCCESS) {
     ++counts_[call.index()].cohort;
@@ -254,12 +268,30 @@ int CommState::finish(CallId call, cohort_status_t status, int *rc, const char *
   if (status == COHORT_ERR_INVALID_ARG || status == COHORT_ERR_NOT_SUPPORTED) {
     return fall_back(call, Fallback::kRefused, cohort_last_error());
   }
+  return fail(call, status, rc);
+}
+
+void CommState::abort_team() {
   failed_ = true;
-  say(kWarning,
-      "%s on %s failed in Cohort: %s (%s); later collectives on it fall back to Open MPI's "
-      "modules",
-      call.name(), name().c_str(), cohort_status_string(status), cohort_last_error());
-  *rc = MPI_ERR_OTHER;
+  if (team_state_ == TeamState::kReady) cohort_team_abort(team_);
+}
+
+int CommState::fail(CallId call, cohort_status_t status, int *rc, const char *what) {
+  ++counts_[call.index()].failed;
+  const bool first = !failed_;
+  abort_team();
+  const char *reason = what != nullptr ? what : cohort_last_error();
+  if (first) {
+    say(kWarning,
+        "%s on %s failed on this rank: %s (%s); Cohort's team for it is aborted, so the other "
+        "ranks' calls on it end now instead of waiting for this one, and every later call that "
+        "would run on Cohort fails on every rank (calls that run on Open MPI's modules still run)",
+        call.name(), name().c_str(), cohort_status_string(status), reason);
+  } else {
+    say(kFirstFallback, "%s on %s failed: %s (%s)", call.name(), name().c_str(),
+        cohort_status_string(status), reason);
+  }
+  *rc = status == COHORT_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
   return 1;
 }
 
@@ -272,9 +304,13 @@ void CommState::report() const {
     auto counted = [](int reason) { return reason != static_cast<int>(Fallback::kReentered); };
     long fallbacks = counts.staged[static_cast<int>(StagedTo::kOpenMpi)];
     for (int r = 0; r < kNumFallbacks; ++r) fallbacks += counted(r) ? counts.fallback[r] : 0;
-    if (counts.cohort == 0 && fallbacks == 0) continue;
+    if (counts.cohort == 0 && fallbacks == 0 && counts.failed == 0) continue;
     const CallId call{static_cast<coll_cohort_kind_t>(c / 2), c % 2 == 1};
     text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
+    if (long n = counts.packed) {
+      text += " (" + std::to_string(n) + " packed from a datatype with gaps)";
+    }
+    if (long n = counts.failed) text += " (" + std::to_string(n) + " failed)";
     if (long n = counts.staged[static_cast<int>(StagedTo::kCohort)]) {
       text += " (" + std::to_string(n) + " staged through host memory)";
     }

@@ -63,11 +63,21 @@ class CommState : NonCopyable {
   // Counts a staged call (and says so at verbose 2 the first time, 3 every time): `why` it
   // could not run where its buffers are, `bytes` staged.
   void staged(CallId call, StagedTo to, size_t bytes, const char *why);
+  // Counts a call whose datatype has gaps on this rank, moved as `bytes` packed bytes.
+  void packed(CallId call, size_t bytes);
 
   // Turns Cohort's status into the entry points' result: 1 with *rc set when Cohort ran (or
-  // failed during) the call, 0 when its check refused the call before any traffic.
-  // `where`: the path that ran it, for verbose 3 ("Cohort's GPU path", ...).
+  // failed during) the call, 0 when its check refused the call before any traffic (a refusal
+  // that every rank gets alike from the same arguments).  `where`: the path that ran it, for
+  // verbose 3 ("Cohort's GPU path", ...).  A failure goes to fail().
   int finish(CallId call, cohort_status_t status, int *rc, const char *where = "Cohort");
+  // A call that failed on this rank, in Cohort or before Cohort saw it (`what`: staging,
+  // packing; nullptr: Cohort's own words): *rc says so and the entry points' result is 1.
+  // Cohort's team is aborted, so that every other rank's call on it ends at once, naming this
+  // rank, instead of waiting for it; from then on every rank's calls that run on Cohort fail
+  // alike, and those that run on Open MPI's modules still run.  No rank falls back alone: the
+  // others would wait for it in Cohort while it waited for them in Open MPI.
+  int fail(CallId call, cohort_status_t status, int *rc, const char *what = nullptr);
 
   // Blocking calls only (every rank makes them in the same order): whether this call runs as
   // one whose buffers are on the GPU on every rank, `mine` being this rank's answer.  The
@@ -81,12 +91,10 @@ class CommState : NonCopyable {
   // True while this state runs its own MPI call (the agreement's fallback): not counted.
   bool agreeing() const { return agreeing_; }
 
-  bool failed_before() const { return failed_; }
   MPI_Comm comm() const { return comm_; }
   int rank() { return learn_shape(), rank_; }
   int size() { return learn_shape(), size_; }
-  StagingPool &staging_pool() { return pool_; }
-  StagingPool &device_staging_pool() { return device_pool_; }
+  StagingPools &pools() { return pools_; }
   StagingCost &staging_cost(CallId call) { return counts_[call.index()].staging; }
 
   // Destroys the team and prints the summary (verbose >= 1); idempotent.  Runs when the
@@ -96,11 +104,14 @@ class CommState : NonCopyable {
  private:
   struct Counts {
     long cohort = 0;  // staged ones included
+    long packed = 0;  // calls with a datatype with gaps on this rank, moved packed
+    long failed = 0;
     std::array<long, kNumStagedTo> staged{};
     std::array<long, kNumFallbacks> fallback{};
     StagingCost staging;
   };
   void create_team(CallId call);
+  void abort_team();  // after a failure on this rank: the other ranks' calls end too
   bool duplicate(const std::string &label, CallId call);
   void report() const;
   std::string name() const;
@@ -112,14 +123,13 @@ class CommState : NonCopyable {
   MPI_Comm dup_ = MPI_COMM_NULL;
   cohort_team_t team_ = nullptr;
   enum class TeamState { kNone, kReady, kUnavailable, kClosed } team_state_ = TeamState::kNone;
-  bool failed_ = false;
+  bool failed_ = false;  // a call failed on this rank: the team is aborted
   enum class Memory { kUnknown, kHostOnly, kGpu } memory_ = Memory::kUnknown;
   bool agreeing_ = false;
   int mpi_max(CallId call, int mine);  // MAX over the communicator, on Open MPI's module
   void wait_for_all(MPI_Request *request, CallId call, const char *what);
   std::array<Counts, kNumCallIds> counts_{};
-  StagingPool pool_;
-  StagingPool device_pool_{StagingPool::Memory::kDevice};
+  StagingPools pools_;
   RouteMemo routes_;
 };
 

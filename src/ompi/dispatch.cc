@@ -34,28 +34,25 @@ const char *fallback_text(Fallback reason) {
     case Fallback::kHostBuffer: return "host buffer (coll_cohort_host is off)";
     case Fallback::kDatatype: return "datatype Cohort does not reduce";
     case Fallback::kOp: return "op Cohort does not have";
-    case Fallback::kNotContiguous: return "non-contiguous datatype";
     case Fallback::kNoTeam: return "no Cohort team on this communicator";
     case Fallback::kOneRank: return "host memory on a one-rank communicator";
     case Fallback::kNoTeamYet: return "nonblocking, and no blocking call has made the team yet";
     case Fallback::kRefused: return "refused by Cohort's argument check";
     case Fallback::kReentered: return "called from inside Cohort";
-    case Fallback::kAfterFailure: return "an earlier collective failed in Cohort";
   }
   return "?";
 }
 
 Placement placement(const void *const *buffers, int n, MemoryKindFn kind_of) {
-  bool device = false, gpu = false, host = false;
+  bool device = false, other = false;
   for (int i = 0; i < n; ++i) {
     cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
     if (kind_of(buffers[i], &kind) != COHORT_SUCCESS) kind = COHORT_MEMORY_HOST;
     device |= kind == COHORT_MEMORY_CUDA_DEVICE;
-    gpu |= kind == COHORT_MEMORY_CUDA_DEVICE || kind == COHORT_MEMORY_CUDA_MANAGED;
-    host |= kind == COHORT_MEMORY_HOST || kind == COHORT_MEMORY_CUDA_HOST;
+    other |= kind != COHORT_MEMORY_CUDA_DEVICE;
   }
-  if (device && host) return Placement::kMixed;
-  return gpu && !host ? Placement::kDevice : Placement::kHost;
+  if (device && other) return Placement::kMixed;
+  return device ? Placement::kDevice : Placement::kHost;
 }
 
 int RouteMemo::key(coll_cohort_kind_t kind, uint64_t bytes) {

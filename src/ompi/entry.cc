@@ -1,20 +1,25 @@
 // The C entry points the glue calls: each call is checked against the rules (memory, type,
-// op, layout) and routed: to Cohort where its buffers are, to Cohort's host path or Open MPI's
-// module on host copies of its device buffers (staging.h), or back to Open MPI's module.
+// op) and routed: to Cohort where its buffers are, to Cohort's host path or Open MPI's module
+// on host copies of its device buffers (staging.h), or back to Open MPI's module.
 //
 // The routes, for one rank's buffers:
 // - all in host memory: Cohort's host path when coll_cohort_host is on and Cohort takes the
-//   type, op and layout; else Open MPI's module;
+//   type and op; else Open MPI's module;
 // - all on the GPU: Cohort on the GPU; what Cohort refuses there (no GPU kernel for it, a
 //   posted call, an in-place reduce-scatter) runs on Cohort's host path on staged copies, and
-//   what Cohort cannot do at all (MAXLOC, user ops, gaps in a type) on Open MPI's module on
-//   staged copies: device memory never reaches a module that would touch it;
-// - device memory mixed with host memory: staged, then as host memory.
-// Ranks of one blocking call take one route: the GPU when every rank's buffers are there, the
-// host's otherwise.  They agree on it over the team now and then per collective and size
-// class (CommState::all_on_device); between agreements each takes the remembered route, and a
-// rank whose buffers are elsewhere stages them: host buffers onto the GPU (a device pool) to
-// join a GPU call, device buffers through host memory to join a host one.
+//   what Cohort cannot do at all (MAXLOC, user ops) on Open MPI's module on staged copies:
+//   device memory never reaches a module that would touch it;
+// - device memory mixed with other memory: staged, then as host memory.
+// Ranks of one call take one route.  Every reason to fall back is one every rank shares
+// (dispatch.h); what may differ between ranks is absorbed where it is: a datatype with gaps on
+// this rank travels packed (packing.h), displacements below the buffer are rebased
+// (to_cohort.h), a failure on this rank aborts the team so the others end too (CommState::
+// fail).  Where the buffers are may differ too: a blocking call's ranks take the GPU when every
+// rank's buffers are there, the host's otherwise.  They agree on it over the team now and then
+// per collective and size class (CommState::all_on_device); between agreements each takes the
+// remembered route, and a rank whose buffers are elsewhere stages them: host buffers onto the
+// GPU (a device pool) to join a GPU call, device buffers through host memory to join a host
+// one.  A nonblocking call cannot wait to agree: it always takes the host route.
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -38,7 +43,8 @@ struct coll_cohort_request {
   cohort_request_t cohort = nullptr;  // RAN
   std::unique_ptr<cohort::ompi::CohortCall> call;
   std::unique_ptr<cohort::ompi::Staging> staging;
-  const char *where = "Cohort";  // the path that runs it, for verbose 3
+  cohort_status_t staging_error = COHORT_SUCCESS;  // STAGED: a copy in failed (it still ran)
+  const char *where = "Cohort";                    // the path that runs it, for verbose 3
 };
 
 namespace cohort::ompi {
@@ -77,7 +83,9 @@ bool refused(cohort_status_t s) {
   return s == COHORT_ERR_INVALID_ARG || s == COHORT_ERR_NOT_SUPPORTED;
 }
 
-// One routed call: its arguments in Cohort's terms and, once staged, its host copies.
+constexpr Target kOnHost[2] = {Target::kHost, Target::kHost};
+
+// One routed call: its arguments in Cohort's terms and, once staged, its copies.
 struct Route {
   Route(CommState *s, const coll_cohort_args_t &a, bool nonblocking)
       : state(s), call{a, nonblocking, s->rank(), s->size()}, id{a.kind, nonblocking}, args(a) {}
@@ -87,21 +95,28 @@ struct Route {
   CallBuffers buffers;
   CohortCall cohort;
   std::unique_ptr<Staging> staging;
-  coll_cohort_args_t args;  // the buffers Cohort or Open MPI is given
+  coll_cohort_args_t args;       // the buffers Cohort or Open MPI is given
+  Target where = Target::kHost;  // the memory Cohort runs it on
 };
 
 // Runs or posts the call on Cohort with route.args.  Returns the status; on success a
 // blocking call is complete (results copied back), a nonblocking one is in *request.
 cohort_status_t start(Route &route, cohort_team_t team, coll_cohort_request_t **request) {
+  CohortCall &cohort = route.cohort;
+  StagingPools &pools = route.state->pools();
   if (!route.call.nonblocking) {
-    cohort_status_t s = route.cohort.start(team, route.call, route.args, nullptr);
-    if (s != COHORT_SUCCESS) return s;
-    route.cohort.finish();
-    return route.staging ? route.staging->unstage() : COHORT_SUCCESS;
+    cohort_status_t s = cohort.start(team, route.call, route.args, route.where, pools, nullptr);
+    if (s == COHORT_SUCCESS && cohort.packed_bytes() > 0) {
+      route.state->packed(route.id, cohort.packed_bytes());
+    }
+    if (s == COHORT_SUCCESS) s = cohort.finish();
+    if (s == COHORT_SUCCESS && route.staging) s = route.staging->unstage();
+    return s;
   }
   cohort_request_t posted = nullptr;
-  cohort_status_t s = route.cohort.start(team, route.call, route.args, &posted);
+  cohort_status_t s = cohort.start(team, route.call, route.args, route.where, pools, &posted);
   if (s != COHORT_SUCCESS) return s;
+  if (cohort.packed_bytes() > 0) route.state->packed(route.id, cohort.packed_bytes());
   auto *r = new coll_cohort_request;
   r->state = route.state;
   r->id = route.id;
@@ -123,33 +138,39 @@ int ran(Route &route, cohort_status_t s, coll_cohort_request_t **request, int *r
   return route.state->finish(route.id, s, rc, where);
 }
 
-// Stages the device buffers: host copies of them in route.args (onto_gpu: device copies of the
-// host buffers), or why that failed (pinned or device memory, a copy).
-cohort_status_t stage(Route &route, bool onto_gpu = false) {
-  StagingPool &pool = onto_gpu ? route.state->device_staging_pool() : route.state->staging_pool();
-  route.staging = std::make_unique<Staging>(pool, route.state->staging_cost(route.id));
-  return route.staging->stage(route.call, route.buffers, &route.args);
+// Copies the buffers that are not where `targets` wants each side into route.args, or says
+// why that failed (pinned or device memory, a copy).
+cohort_status_t stage(Route &route, const Target targets[2]) {
+  route.staging =
+      std::make_unique<Staging>(route.state->pools(), route.state->staging_cost(route.id));
+  return route.staging->stage(route.call, route.buffers, targets, &route.args);
 }
 
 // The staged call on Open MPI's module: the glue runs it and ends it with
-// coll_cohort_staged_done.
+// coll_cohort_staged_done.  `copy_error`: a copy into the staged buffers failed, so the call
+// runs (the other ranks wait for this one) but ends with an error here.
 int to_open_mpi(Route &route, const char *why, coll_cohort_request_t **request,
-                coll_cohort_args_t *staged) {
+                coll_cohort_args_t *staged, cohort_status_t copy_error = COHORT_SUCCESS) {
   route.state->staged(route.id, StagedTo::kOpenMpi, route.staging->bytes(), why);
   auto *r = new coll_cohort_request;
   r->state = route.state;
   r->id = route.id;
   r->staging = std::move(route.staging);
+  r->staging_error = copy_error;
   *request = r;
   *staged = route.args;
   return COLL_COHORT_STAGED;
 }
 
-// A staging failure ends the call with an error: falling back would hand device memory to a
-// module that cannot read it.
-int staging_failed(Route &route, cohort_status_t s, int *rc) {
-  say(kWarning, "%s: staging device memory through host memory failed: %s (%s)", route.id.name(),
-      cohort_status_string(s), cohort_last_error());
+// Staging for Open MPI's module that left no buffer to run the call on (out of memory): the
+// call ends with an error here.  Falling back would hand device memory to a module that cannot
+// read it; the other ranks wait for this one in Open MPI's module, which has no timeout, so
+// the warning says which call and why.
+int no_staged_buffers(Route &route, cohort_status_t s, int *rc) {
+  say(kWarning,
+      "%s: no host memory to stage device memory through: %s (%s); this rank leaves the call, "
+      "which the other ranks run on Open MPI's module",
+      route.id.name(), cohort_status_string(s), cohort_last_error());
   *rc = s == COHORT_ERR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
   return COLL_COHORT_RAN;
 }
@@ -164,24 +185,33 @@ cohort_team_t team_for(Route &route, std::optional<Fallback> *reason) {
 }
 
 // Host copies of the device buffers, run where host memory would run (`reason`: why Cohort
-// cannot take the call at all, so Open MPI's module must).
+// cannot take the call at all, so Open MPI's module must).  The team comes first: making it is
+// collective, and a rank whose staging fails still made it with the others.
 int run_staged(Route &route, std::optional<Fallback> reason, const char *why,
                coll_cohort_request_t **request, coll_cohort_args_t *staged, int *rc) {
-  if (cohort_status_t s = stage(route); s != COHORT_SUCCESS) return staging_failed(route, s, rc);
   cohort_team_t team = reason ? nullptr : team_for(route, &reason);
-  if (team == nullptr) return to_open_mpi(route, fallback_text(*reason), request, staged);
+  cohort_status_t s = stage(route, kOnHost);
+  if (team == nullptr) {
+    if (!route.staging->usable()) return no_staged_buffers(route, s, rc);
+    return to_open_mpi(route, fallback_text(*reason), request, staged, s);
+  }
+  if (s != COHORT_SUCCESS) {
+    return route.state->fail(route.id, s, rc, "staging device memory through host memory failed");
+  }
+  route.where = Target::kHost;
   const size_t bytes = route.staging->bytes();
-  cohort_status_t s = start(route, team, request);
+  s = start(route, team, request);
   if (refused(s)) return to_open_mpi(route, cohort_last_error(), request, staged);
   route.state->staged(route.id, StagedTo::kCohort, bytes, why);
   return ran(route, s, request, rc, "Cohort's host path (staged)");
 }
 
 // The call runs on the GPU on every rank and nothing is against Cohort: Cohort there, or on
-// its host path on staged copies when it refuses (the same answer on every rank).  `mine`:
-// this rank's buffers are all on the GPU; else they join the others' on device copies.
-int run_on_device(Route &route, bool mine, coll_cohort_request_t **request,
-                  coll_cohort_args_t *staged, int *rc) {
+// its host path on staged copies when it refuses (the same answer on every rank).  This
+// rank's buffers that are not device memory join the others' on device copies; the sides that
+// travel packed are packed on the host (device ones staged there first), then copied up.
+int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_args_t *staged,
+                  int *rc) {
   std::optional<Fallback> reason;
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return run_staged(route, reason, nullptr, request, staged, rc);
@@ -189,16 +219,21 @@ int run_on_device(Route &route, bool mine, coll_cohort_request_t **request,
   // state, never tries the GPU), so the prepared call serves the staged run as it is.
   const bool host_only = route.cohort.needs_host_memory(route.call);
   if (!host_only) {
-    if (!mine) {
-      if (cohort_status_t s = stage(route, true); s != COHORT_SUCCESS) {
-        return staging_failed(route, s, rc);
-      }
-      route.state->staged(route.id, StagedTo::kGpu, route.staging->bytes(),
+    const Target targets[2] = {route.cohort.packed(Side::kSend) ? Target::kHost : Target::kDevice,
+                               route.cohort.packed(Side::kRecv) ? Target::kHost : Target::kDevice};
+    if (cohort_status_t s = stage(route, targets); s != COHORT_SUCCESS) {
+      return route.state->fail(route.id, s, rc, "staging for the GPU failed");
+    }
+    const size_t onto_gpu = route.staging->bytes_to(Target::kDevice);
+    if (onto_gpu > 0) {
+      route.state->staged(route.id, StagedTo::kGpu, onto_gpu,
                           "the route agreed for this collective and size is the GPU");
     }
+    route.where = Target::kDevice;
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) {
-      return ran(route, s, request, rc, mine ? "Cohort's GPU path" : "Cohort's GPU path (staged)");
+      return ran(route, s, request, rc,
+                 onto_gpu == 0 ? "Cohort's GPU path" : "Cohort's GPU path (staged)");
     }
   }
   const std::string why = host_only
@@ -214,7 +249,8 @@ int run_on_host(Route &route, std::optional<Fallback> reason, const char *detail
   if (reason) return route.state->fall_back(route.id, *reason, detail);
   cohort_team_t team = team_for(route, &reason);
   if (team == nullptr) return route.state->fall_back(route.id, *reason);
-  hide_empty_device_sides(route.buffers, &route.args);
+  hide_empty_sides(route.call, route.buffers, kOnHost, route.state->pools(), &route.args);
+  route.where = Target::kHost;
   BusyScope busy;
   return ran(route, start(route, team, request), request, rc, "Cohort's host path");
 }
@@ -225,8 +261,10 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   if (busy()) return state->agreeing() ? 0 : state->fall_back(route.id, Fallback::kReentered);
   const char *detail = nullptr;
   std::optional<Fallback> reason = route.cohort.prepare(route.call, &detail);
-  if (!route.call.buffers(&route.buffers)) reason = Fallback::kNotContiguous;
-  if (!reason && state->failed_before()) reason = Fallback::kAfterFailure;
+  if (!route.call.buffers(&route.buffers)) {
+    reason = Fallback::kRefused;
+    detail = "MPI cannot tell the extent of a datatype the call uses";
+  }
   const void *pointers[2] = {route.buffers.use[0].region.begin, route.buffers.use[1].region.begin};
   Placement where = placement(pointers, route.buffers.count, cohort_memory_kind);
   // The GPU only when every rank is on it: a blocking call agrees on that; a nonblocking one
@@ -243,10 +281,10 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
     return run_on_host(route, reason, detail, request, rc);
   }
   BusyScope busy;
-  if (all_on_gpu && !reason) return run_on_device(route, on_gpu, request, staged, rc);
+  if (all_on_gpu && !reason) return run_on_device(route, request, staged, rc);
   // Staged, the call runs as host memory would; a reason keeps it off Cohort.
   const char *why = reason        ? fallback_text(*reason)
-                    : !on_gpu     ? "device and host memory in one call"
+                    : !on_gpu     ? "device memory with other memory in one call"
                     : nonblocking ? "nonblocking (the GPU path takes blocking calls)"
                                   : "another rank's buffers are in host memory";
   if (!params().host_buffers && !reason) reason = Fallback::kHostBuffer;
@@ -280,17 +318,23 @@ int coll_cohort_call(coll_cohort_comm_t *state, const coll_cohort_args_t *args, 
 int coll_cohort_request_test(coll_cohort_request_t *r, int *rc) {
   cohort_status_t s = cohort_request_test(r->cohort);
   if (s == COHORT_IN_PROGRESS) return 0;
+  if (s == COHORT_SUCCESS) s = r->call->finish();
+  if (s == COHORT_SUCCESS && r->staging) s = r->staging->unstage();
+  // A posted call's checks are behind it: any failure is a failure, never a fallback.
   if (s == COHORT_SUCCESS) {
-    r->call->finish();
-    if (r->staging) s = r->staging->unstage();
+    r->state->finish(r->id, s, rc, r->where);
+  } else {
+    r->state->fail(r->id, s, rc);
   }
-  *rc = MPI_ERR_OTHER;  // a posted call's checks are behind it: any failure is an error
-  r->state->finish(r->id, s, rc, r->where);
   return 1;
 }
 
 int coll_cohort_staged_done(coll_cohort_request_t *r, int rc) {
-  if (rc == MPI_SUCCESS && r->staging->unstage() != COHORT_SUCCESS) {
+  if (rc == MPI_SUCCESS && r->staging_error != COHORT_SUCCESS) {
+    say(kWarning, "%s: copying device memory into the host copies it ran on failed: %s",
+        r->id.name(), cohort_status_string(r->staging_error));
+    rc = MPI_ERR_OTHER;
+  } else if (rc == MPI_SUCCESS && r->staging->unstage() != COHORT_SUCCESS) {
     say(kWarning, "%s: copying the result back to device memory failed: %s", r->id.name(),
         cohort_last_error());
     rc = MPI_ERR_OTHER;

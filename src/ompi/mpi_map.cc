@@ -103,17 +103,18 @@ std::optional<cohort_op_t> reduction_op(MPI_Op op) {
   return lookup(standard, op);
 }
 
-std::optional<size_t> contiguous_bytes(MPI_Datatype datatype, int count) {
+std::optional<TypeLayout> type_layout(MPI_Datatype datatype) {
+  if (datatype == MPI_DATATYPE_NULL) return std::nullopt;
   int size = 0;
-  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  if (count < 0 || MPI_Type_size(datatype, &size) != MPI_SUCCESS ||
-      MPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS ||
-      MPI_Type_get_true_extent(datatype, &true_lb, &true_extent) != MPI_SUCCESS) {
+  MPI_Aint lb = 0;
+  TypeLayout l;
+  if (MPI_Type_size(datatype, &size) != MPI_SUCCESS || size < 0 ||
+      MPI_Type_get_extent(datatype, &lb, &l.extent) != MPI_SUCCESS ||
+      MPI_Type_get_true_extent(datatype, &l.true_lb, &l.true_extent) != MPI_SUCCESS) {
     return std::nullopt;
   }
-  // No holes inside an element, none between elements, data starting at the address given.
-  if (true_lb != 0 || true_extent != size || extent != size) return std::nullopt;
-  return static_cast<size_t>(size) * static_cast<size_t>(count);
+  l.size = static_cast<size_t>(size);
+  return l;
 }
 
 }  // namespace cohort::ompi

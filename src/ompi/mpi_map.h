@@ -20,8 +20,21 @@ std::optional<cohort_dtype_t> reduction_dtype(MPI_Datatype datatype);
 // MPI_SUM / MPI_PROD / MPI_MIN / MPI_MAX; nothing for other predefined ops and user ops.
 std::optional<cohort_op_t> reduction_op(MPI_Op op);
 
-// Bytes of `count` elements when they lie back to back without gaps (predefined types and
-// derived types without holes); nothing otherwise.  Needs MPI initialised.
-std::optional<size_t> contiguous_bytes(MPI_Datatype datatype, int count);
+// How MPI lays out the elements of a type (MPI_Type_size, MPI_Type_get_extent and
+// MPI_Type_get_true_extent).
+struct TypeLayout {
+  size_t size = 0;           // bytes of data in one element
+  MPI_Aint extent = 0;       // from one element to the next: the unit of displacements
+  MPI_Aint true_lb = 0;      // the first byte of data from the element's address
+  MPI_Aint true_extent = 0;  // from the first byte of data to the last
+  // Elements lie back to back without gaps, their data at the address given: `count` of them
+  // are count * size bytes that Cohort can move as they are.
+  bool contiguous() const {
+    return true_lb == 0 && true_extent == static_cast<MPI_Aint>(size) &&
+           extent == static_cast<MPI_Aint>(size);
+  }
+};
+// Nothing when MPI refuses the type (MPI_DATATYPE_NULL): ask only about a type the call uses.
+std::optional<TypeLayout> type_layout(MPI_Datatype datatype);
 
 }  // namespace cohort::ompi

@@ -57,16 +57,27 @@ TEST_F(OmpiDispatch, HostBuffersAreHostMemoryAndEachIsAskedAbout) {
   EXPECT_EQ(g_queries, 2);
 }
 
-TEST_F(OmpiDispatch, DeviceAndManagedBuffersAreOnTheGpu) {
-  char device_send[8], device_recv[8], managed[8];
+TEST_F(OmpiDispatch, DeviceBuffersAreOnTheGpu) {
+  char device_send[8], device_recv[8];
   g_known[device_send] = COHORT_MEMORY_CUDA_DEVICE;
   g_known[device_recv] = COHORT_MEMORY_CUDA_DEVICE;
-  g_known[managed] = COHORT_MEMORY_CUDA_MANAGED;
   EXPECT_EQ(where({device_send, device_recv}), Placement::kDevice);
   EXPECT_EQ(where({device_recv}), Placement::kDevice);  // MPI_IN_PLACE: one buffer
-  EXPECT_EQ(where({managed}), Placement::kDevice);
-  // Managed with device memory: both on the GPU (Cohort decides; the route stages if it refuses).
-  EXPECT_EQ(where({device_send, managed}), Placement::kDevice);
+}
+
+// Cohort runs its host algorithms on managed memory and its GPU kernels on device memory: a
+// rank with managed buffers counted "on the GPU" would run the host's schedule while ranks with
+// device buffers ran kernels, and each would wait for the other.  Managed memory is host memory
+// to the route (the CPU reads it), and with device memory it is a mix, staged.
+TEST_F(OmpiDispatch, ManagedMemoryIsHostMemoryAndWithDeviceMemoryAMix) {
+  char device[8], managed[8], other_managed[8];
+  g_known[device] = COHORT_MEMORY_CUDA_DEVICE;
+  g_known[managed] = COHORT_MEMORY_CUDA_MANAGED;
+  g_known[other_managed] = COHORT_MEMORY_CUDA_MANAGED;
+  EXPECT_EQ(where({managed}), Placement::kHost);
+  EXPECT_EQ(where({managed, other_managed}), Placement::kHost);
+  EXPECT_EQ(where({device, managed}), Placement::kMixed);
+  EXPECT_EQ(where({managed, device}), Placement::kMixed);
 }
 
 TEST_F(OmpiDispatch, PinnedHostMemoryIsHostMemory) {
@@ -134,7 +145,8 @@ TEST_F(OmpiDispatch, CohortsMemoryKindDecidesThePlacement) {
   ASSERT_EQ(cudaMallocHost(&pinned, 1 << 20), cudaSuccess);
   char *inside = static_cast<char *>(device) + 12345;
   EXPECT_EQ(where({device, inside}, cohort_memory_kind), Placement::kDevice);
-  EXPECT_EQ(where({managed, managed}, cohort_memory_kind), Placement::kDevice);
+  EXPECT_EQ(where({managed, managed}, cohort_memory_kind), Placement::kHost);
+  EXPECT_EQ(where({device, managed}, cohort_memory_kind), Placement::kMixed);
   EXPECT_EQ(where({pinned, pageable.data()}, cohort_memory_kind), Placement::kHost);
   EXPECT_EQ(where({device, pinned}, cohort_memory_kind), Placement::kMixed);
   // A thread without a CUDA context is not asked about: its buffers count as host memory.
