@@ -282,11 +282,15 @@ int CommState::fail(CallId call, cohort_status_t status, int *rc, const char *wh
   abort_team();
   const char *reason = what != nullptr ? what : cohort_last_error();
   if (first) {
+    // A peer's abort reaches this rank as COHORT_ERR_ABORTED: that rank said why already.
+    const char *aborted = status == COHORT_ERR_ABORTED
+                              ? ""
+                              : "; Cohort's team for it is aborted, so the other ranks' calls on "
+                                "it end now instead of waiting for this one";
     say(kWarning,
-        "%s on %s failed on this rank: %s (%s); Cohort's team for it is aborted, so the other "
-        "ranks' calls on it end now instead of waiting for this one, and every later call that "
-        "would run on Cohort fails on every rank (calls that run on Open MPI's modules still run)",
-        call.name(), name().c_str(), cohort_status_string(status), reason);
+        "%s on %s failed: %s (%s)%s; every later call on it that would run on Cohort fails on "
+        "every rank (calls that run on Open MPI's modules still run)",
+        call.name(), name().c_str(), cohort_status_string(status), reason, aborted);
   } else {
     say(kFirstFallback, "%s on %s failed: %s (%s)", call.name(), name().c_str(),
         cohort_status_string(status), reason);

@@ -9,11 +9,14 @@
  * primary context, cuMemAlloc_v2, cuMemFree_v2), nothing else: the CUDA runtime, which wants
  * cuGetProcAddress and export tables, finds no usable driver here.
  *
- * Environment: FAKE_CUDA_DEVICES, the devices cuDeviceGetCount reports (1 by default).
+ * Environment: FAKE_CUDA_DEVICES, the devices cuDeviceGetCount reports (1 by default);
+ * FAKE_CUDA_FAIL_PINNED_COPY=RANK:N, on MPI world rank RANK the N-th copy (from 1) into
+ * page-locked memory fails (a staging copy: a test program's own copies go to pageable memory).
  * Not a real driver: one "device", contexts are a per-thread flag, copies are synchronous. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -232,8 +235,26 @@ static char *cpu_view(CUdeviceptr p, size_t bytes) {
   return a.backing + (c - a.device);
 }
 
+/* Whether this copy into page-locked memory is the one FAKE_CUDA_FAIL_PINNED_COPY fails. */
+static int injected_failure(CUdeviceptr dst) {
+  static int rank = -2, nth = 0, seen = 0;
+  if (rank == -2) {
+    const char *text = getenv("FAKE_CUDA_FAIL_PINNED_COPY");
+    const char *world = getenv("OMPI_COMM_WORLD_RANK");
+    rank = -1;
+    if (text != NULL && world != NULL && sscanf(text, "%d:%d", &rank, &nth) == 2 &&
+        rank != atoi(world)) {
+      rank = -1;
+    }
+  }
+  Allocation a;
+  if (rank < 0 || !find((const void *)(uintptr_t)dst, &a) || a.is_device) return 0;
+  return ++seen == nth;
+}
+
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   if (bytes == 0) return kSuccess;
+  if (injected_failure(dst)) return kInvalidValue;
   char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
   if (d == NULL || s == NULL) return kInvalidValue;
   memmove(d, s, bytes);

@@ -28,7 +28,7 @@ skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # An ASan component would need libasan preloaded into every MPI process and mpirun itself.
 [ -z "$SANITIZER_FLAGS" ] || skip_all "sanitizer build: the component runs in the plain build's check"
 
-echo "1..33"
+echo "1..34"
 make -C "$TOP_BUILDDIR" install DESTDIR="$stage/root" >"$log" 2>&1
 prefix=$(sed -n 's/^prefix=//p' "$TOP_BUILDDIR/cohort.pc")
 libdir=$(find "$stage/root$prefix" -name 'libcohort.so.0' -printf '%h\n' | head -1)
@@ -333,6 +333,26 @@ else
   device_right "$stage/devoff2" $status 2 "$stage/off2" && ! device_leaks "$stage/devoff2" &&
     staged_to "Open MPI: host buffer" "$stage/devoff2"
   result $? "np=2 C on device memory with coll_cohort_host 0: what does not run on the GPU is staged to Open MPI, results identical"
+fi
+
+# A staging copy that fails on one rank only (the fake driver's FAKE_CUDA_FAIL_PINNED_COPY): that
+# rank's call returns an error and aborts the team, so the others' call fails at once instead
+# of waiting for it until COHORT_COLL_TIMEOUT; every later call on Cohort fails on every rank
+# alike (none falls back alone), and one on Open MPI's module still runs.
+if [ $have_fake -ne 0 ]; then
+  n=$((n + 1))
+  echo "ok $n # SKIP the fake CUDA driver does not build (see the C device checks)"
+else
+  # shellcheck disable=SC2086
+  $CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/failtest" "$SRCDIR/coll_component_failure.c" \
+    "$SRCDIR/coll_component_device.c" $MPI_CFLAGS $MPI_LIBS >"$log" 2>&1 &&
+    device_run "$stage/fail3" 3 device "$stage/failtest" -x FAKE_CUDA_FAIL_PINNED_COPY=1:3 \
+      --mca coll_cohort_host 1
+  status=$?
+  cp "$stage/fail3" "$log"
+  [ $status -eq 0 ] && grep -q '^PASS: first failed call 1 to 1 ' "$stage/fail3" &&
+    grep -q 'failed: COHORT_ERR_ABORTED (.*rank 1 .*aborted the team' "$stage/fail3"
+  result $? "np=3, a staging copy that fails on rank 1 only (fake CUDA driver): every rank's call fails at that call, within seconds, naming rank 1; every later call on Cohort fails on every rank; MPI_MAXLOC on Open MPI's module still runs"
 fi
 
 # The Fortran test on the fake driver's device memory (COLL_TEST_MEMORY, through
