@@ -5,9 +5,17 @@
 //
 // Contract: one writer and one reader per channel; bytes arrive in order; the executor pads
 // every message to a multiple of kChannelAlign bytes, so every message starts aligned and no
-// element (at most 8 bytes) is ever split by the end of a lent region.  A channel that broke
-// (its peer unreachable, a transfer failed) says so through failure(): an execution asks when
-// a transfer cannot move, so a broken peer ends the collective with the transport's reason at
+// element (at most 8 bytes) is ever split by the end of a lent region.
+//
+// Two ways around the stream for large messages, each used when both ends say so for the
+// message's size (both ends of a message see the same size and the same threshold, so they
+// agree without asking): single copy within a host (the stream carries a Reference, the
+// receiver reads the sender's memory), and direct messages between hosts (the transport moves
+// the sender's span into the receiver's span, or its own buffers for a reduction, in
+// fragments, many in flight: no copy on either side).  Direct messages of a channel keep their
+// order among themselves; the executor runs one at a time per channel and direction.  A channel
+// that broke (its peer unreachable, a transfer failed) says so through failure(): an execution asks
+// when a transfer cannot move, so a broken peer ends the collective with the transport's reason at
 // once instead of a timeout.
 #pragma once
 
@@ -36,6 +44,16 @@ class SendChannel {
   // Counts a reference just sent; returns the acks() value at which it has been read.
   virtual uint64_t note_reference() { return 0; }
 
+  // Direct messages: one of at least direct_min() bytes (0: never) goes by start_direct(),
+  // which hands the transport `bytes` at `data` (unchanged until direct_sent() says it left).
+  virtual size_t direct_min() const { return 0; }
+  virtual Status start_direct(const void *data, size_t bytes) {
+    (void)data, (void)bytes;
+    return fail(COHORT_ERR_INTERNAL, "this channel sends no direct messages");
+  }
+  // Moves the direct message on; true once all of it left (then the next may start).
+  virtual bool direct_sent() { return true; }
+
   // COHORT_SUCCESS while the channel works; once broken, its failure (the detail names the
   // transport, the peer and the reason).
   virtual Status failure() const { return COHORT_SUCCESS; }
@@ -57,6 +75,23 @@ class RecvChannel {
     return fail(COHORT_ERR_INTERNAL, "this channel reads no references");
   }
   virtual void ack() {}
+
+  // The receiving end of a direct message, of the same direct_min() as the sender's end:
+  // start_direct() expects `bytes`, landing in `landing` where given (a plain receive's
+  // destination: nothing to copy), else in the channel's own buffers (a reduction reads its
+  // destination while the message arrives).  peek_direct() lends the next piece that has
+  // landed, in order (inside `landing` when given; 0 bytes: none yet); consume_direct() gives
+  // it back, whole.
+  virtual size_t direct_min() const { return 0; }
+  virtual Status start_direct(void *landing, size_t bytes) {
+    (void)landing, (void)bytes;
+    return fail(COHORT_ERR_INTERNAL, "this channel receives no direct messages");
+  }
+  virtual const void *peek_direct(size_t *bytes) {
+    *bytes = 0;
+    return nullptr;
+  }
+  virtual void consume_direct(size_t bytes) { (void)bytes; }
 
   // As SendChannel::failure().
   virtual Status failure() const { return COHORT_SUCCESS; }

@@ -63,6 +63,10 @@ const std::vector<ParamSpec> kParams = {
      "within a host, messages of at least this size are read straight from the sender's memory "
      "(cross-memory attach) instead of through the mailbox; 0: never.  Off by itself where "
      "the kernel refuses"},
+    {"UCX_DIRECT_BYTES", ParamType::kInt, "65536", "bytes", "", kMessageBytes,
+     "between hosts, messages of at least this size go as direct UCX messages, in fragments "
+     "straight between the ranks' buffers, instead of through the staging slots; 0: never.  "
+     "Every rank of a team must set the same"},
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", kTimeout,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},

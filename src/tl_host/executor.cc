@@ -41,6 +41,14 @@ size_t HostExecution::reference_min(int peer, bool sending) const {
   return c.from ? c.from->reference_min() : 0;
 }
 
+// The direct-message threshold of the channel to (or from) `peer`; 0 without one.
+size_t HostExecution::direct_min(int peer, bool sending) const {
+  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return 0;
+  const PeerChannels &c = peers_[peer];
+  if (sending) return c.to ? c.to->direct_min() : 0;
+  return c.from ? c.from->direct_min() : 0;
+}
+
 void HostExecution::start_step() {
   algorithm_->step(step_, &actions_);
   transfers_.clear();
@@ -51,14 +59,17 @@ void HostExecution::start_step() {
     p.action = a;
     p.total = (sending ? a.src.count : a.dst.count) * elem_;
     p.wire = wire_bytes(p.total);
-    // Both ends see the same size and the same threshold: they agree without asking.
+    // Both ends see the same size and the same thresholds: they agree without asking.
     const size_t min = reference_min(a.peer, sending);
+    const size_t direct = direct_min(a.peer, sending);
     if (min > 0 && p.total >= min) {
       p.by_reference = true;
       p.wire = sizeof(coll::Reference);
       if (sending) {
         p.reference = coll::Reference{reinterpret_cast<uint64_t>(address(a.src)), p.total};
       }
+    } else if (direct > 0 && p.total >= direct) {
+      p.direct = true;
     }
     transfers_.push_back(p);
   }
@@ -105,6 +116,7 @@ Status HostExecution::advance_send(Pending *p) {
                  step_, peer);
   }
   SendChannel *to = peers_[peer].to;
+  if (p->direct) return send_direct(p, to);
   const char *data =
       p->by_reference ? reinterpret_cast<const char *>(&p->reference) : address(p->action.src);
   const size_t payload_total = p->by_reference ? sizeof(coll::Reference) : p->total;
@@ -153,6 +165,7 @@ Status HostExecution::advance_recv(Pending *p) {
   char *dst = address(p->action.dst);
   const char *operand =
       p->action.verb == coll::Verb::kRecvReduce ? address(p->action.src) : nullptr;
+  if (p->direct) return receive_direct(p, from, dst, operand);
   while (p->done < p->wire) {
     size_t arrived = 0;
     const char *bytes = static_cast<const char *>(from->peek(&arrived));
@@ -202,6 +215,48 @@ Status HostExecution::read_reference(Pending *p, RecvChannel *from, char *dst,
   return COHORT_SUCCESS;
 }
 
+// A direct message: the transport sends the span as it is; the transfer completes once all of
+// it left (the span may change again from then on).
+Status HostExecution::send_direct(Pending *p, SendChannel *to) {
+  if (!p->started) {
+    Status s = to->start_direct(address(p->action.src), p->total);
+    if (is_error(s)) return broken(*p, s);
+    p->started = true;
+    moved_ = true;
+  }
+  if (!to->direct_sent()) return broken(*p, to->failure());
+  p->done = p->wire;
+  p->complete = true;
+  moved_ = true;
+  return COHORT_SUCCESS;
+}
+
+// A direct message lands in the destination itself, or, for a reduction (which reads the
+// destination), in the channel's buffers, a piece at a time, each reduced as it lands while
+// the next ones arrive.
+Status HostExecution::receive_direct(Pending *p, RecvChannel *from, char *dst,
+                                     const char *operand) {
+  if (!p->started) {
+    Status s = from->start_direct(operand != nullptr ? nullptr : dst, p->total);
+    if (is_error(s)) return broken(*p, s);
+    p->started = true;
+  }
+  while (p->done < p->total) {
+    size_t n = 0;
+    const char *piece = static_cast<const char *>(from->peek_direct(&n));
+    if (n == 0) return broken(*p, from->failure());
+    n = std::min(n, p->total - p->done);
+    if (piece != dst + p->done) {
+      receive_bytes(p, dst + p->done, operand ? operand + p->done : nullptr, piece, n);
+    }
+    from->consume_direct(n);
+    p->done += n;
+    moved_ = true;
+  }
+  p->complete = true;
+  return COHORT_SUCCESS;
+}
+
 // A transfer that cannot move: still in progress, or its channel broke (then the collective
 // ends with the transport's reason, which names the peer).
 Status HostExecution::broken(const Pending &p, Status channel_failure) const {
@@ -221,6 +276,7 @@ std::string HostExecution::waiting() const {
         ": %s rank %d (%zu of %zu bytes%s)", sending ? "send to" : "receive from", p.action.peer,
         moved, p.total,
         p.by_reference ? (sending && p.done == p.wire ? ", by reference, unread" : ", by reference")
+        : p.direct     ? ", direct"
                        : "");
   }
   return out;

@@ -39,14 +39,20 @@ class HostExecution final : public coll::Execution {
     coll::Reference reference{};
     size_t read = 0;          // receiver: payload bytes read through the reference
     uint64_t ack_target = 0;  // sender: the channel's acks() that frees the span (0: not yet)
+    // Direct (between hosts): the span goes as a message of its own around the stream.
+    bool direct = false;
+    bool started = false;  // start_direct() was called
     bool complete = false;
   };
 
   void start_step();
   size_t reference_min(int peer, bool sending) const;
+  size_t direct_min(int peer, bool sending) const;
   Status advance_send(Pending *p);
   Status advance_recv(Pending *p);
   Status read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand);
+  Status send_direct(Pending *p, SendChannel *to);
+  Status receive_direct(Pending *p, RecvChannel *from, char *dst, const char *operand);
   void receive_bytes(Pending *p, char *dst, const char *operand, const char *bytes, size_t n);
   void run_local_actions();
   char *address(const coll::Span &span) const;

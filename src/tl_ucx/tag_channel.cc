@@ -1,4 +1,4 @@
-#include "tl_ucx/channel.h"
+#include "tl_ucx/tag_channel.h"
 
 #include <cassert>
 #include <cstring>
@@ -52,8 +52,21 @@ void let_go_all(Worker &worker, std::vector<Slot> &slots, bool cancel, ucp_tag_t
 
 }  // namespace
 
-SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, int slots)
-    : worker_(worker), endpoint_(endpoint), tag_(tag), slots_(slots) {}
+namespace {
+// The direct stream's tag: the byte stream's with the stream bit set.
+ucp_tag_t direct_tag(ucp_tag_t tag) {
+  return tag | (static_cast<ucp_tag_t>(Stream::kDirect) << kTagStreamShift);
+}
+}  // namespace
+
+SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, size_t direct_min,
+                         int slots)
+    : worker_(worker),
+      endpoint_(endpoint),
+      tag_(tag),
+      direct_min_(direct_min),
+      slots_(slots),
+      direct_(worker, endpoint, direct_tag(tag)) {}
 
 SendChannel::~SendChannel() { let_go_all(worker_, slots_, false, tag_); }
 
@@ -111,16 +124,41 @@ void SendChannel::commit(size_t bytes) {
   if (fail_after_ > 0 && --fail_after_ == 0) endpoint_.fail(UCS_ERR_CONNECTION_RESET);
 }
 
+Status SendChannel::start_direct(const void *data, size_t bytes) {
+  if (!error_.empty() || endpoint_.status != UCS_OK) return failure();
+  direct_.start(data, bytes);
+  if (fail_after_ > 0 && --fail_after_ == 0) endpoint_.fail(UCS_ERR_CONNECTION_RESET);
+  return COHORT_SUCCESS;
+}
+
+bool SendChannel::direct_sent() {
+  if (!error_.empty()) return false;
+  ucs_status_t error = UCS_OK;
+  bool sent = direct_.progress(&error);
+  if (!sent && error == UCS_OK) {
+    worker_.progress();
+    sent = direct_.progress(&error);
+  }
+  if (error != UCS_OK) broke(error);
+  return sent && error == UCS_OK;
+}
+
 int SendChannel::in_flight() const {
-  int n = 0;
+  int n = direct_.in_flight();
   for (const Slot &slot : slots_) {
     n += slot.request != nullptr && ucp_request_check_status(slot.request) == UCS_INPROGRESS;
   }
   return n;
 }
 
-RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, int posted)
-    : worker_(worker), tag_(tag), sender_(sender), slots_(posted) {}
+RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, size_t direct_min,
+                         int posted)
+    : worker_(worker),
+      tag_(tag),
+      sender_(sender),
+      direct_min_(direct_min),
+      slots_(posted),
+      direct_(worker, direct_tag(tag)) {}
 
 void RecvChannel::broke(ucs_status_t status) {
   if (!error_.empty()) return;
@@ -199,6 +237,25 @@ void RecvChannel::consume(size_t bytes) {
   slot.consumed += bytes;
   assert(slot.consumed <= slot.length && "consume() of more than peek() lent");
   if (slot.consumed == slot.length) repost_head();
+}
+
+Status RecvChannel::start_direct(void *landing, size_t bytes) {
+  if (!error_.empty()) return failure();
+  direct_.start(landing, bytes);
+  return COHORT_SUCCESS;
+}
+
+const void *RecvChannel::peek_direct(size_t *bytes) {
+  *bytes = 0;
+  if (!error_.empty()) return nullptr;
+  ucs_status_t error = UCS_OK;
+  const void *piece = direct_.peek(bytes, &error);
+  if (error != UCS_OK) broke(error);
+  return piece;
+}
+
+void RecvChannel::consume_direct(size_t bytes) {
+  if (bytes > 0) direct_.consume();
 }
 
 void RecvChannel::repost_head() {

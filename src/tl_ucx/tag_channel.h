@@ -1,6 +1,8 @@
-// Byte channels between hosts over UCX tag messages, for the host executor (tl_host/channel.h).
-// Each commit is one message; a team's sender rank and id in the tag keep streams apart, and
-// UCX matches messages of one sender and tag in order, so the byte stream stays in order.
+// Channels between hosts over UCX tag messages, for the host executor (coll/channel.h).  Each
+// commit is one message; a team's sender rank and id in the tag keep streams apart, and UCX
+// matches messages of one sender and tag in order, so the byte stream stays in order.  Messages
+// of at least direct_min() bytes go around the stream as direct messages (direct.h) on a tag
+// of their own: no staging copy on either side.
 //
 // The sender writes into one of a few staging slots and keeps it until UCX is done with it;
 // the receiver keeps a few receives posted (slot-sized, so a message always fits) and lends
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "coll/channel.h"
+#include "tl_ucx/direct.h"
 #include "tl_ucx/worker.h"
 
 namespace cohort::tl_ucx {
@@ -27,14 +30,21 @@ constexpr size_t kSlotBytes = 64 * 1024;
 
 class SendChannel : public coll::SendChannel {
  public:
-  SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, int slots = 8);
+  // `tag`: the byte stream's (Stream::kBytes); direct messages go on its Stream::kDirect twin.
+  // `direct_min`: the smallest direct message (0: none), the same at the receiving end.
+  SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, size_t direct_min = 0,
+              int slots = 8);
   ~SendChannel() override;
   void *reserve(size_t *bytes) override;
   void commit(size_t bytes) override;
+  size_t direct_min() const override { return direct_min_; }
+  Status start_direct(const void *data, size_t bytes) override;
+  bool direct_sent() override;
   Status failure() const override;
   // Sends still in flight (for tests and for waiting at destruction).
   int in_flight() const;
-  // Testing: the endpoint fails as if UCX reported a lost peer once `messages` more were sent.
+  // Testing: the endpoint fails as if UCX reported a lost peer once `messages` more were sent
+  // (direct ones counted too).
   void fail_after(int messages) { fail_after_ = messages; }
 
  private:
@@ -48,7 +58,9 @@ class SendChannel : public coll::SendChannel {
   Worker &worker_;
   Endpoint &endpoint_;
   ucp_tag_t tag_;
+  size_t direct_min_;
   std::vector<Slot> slots_;
+  DirectSender direct_;  // declared after slots_: goes first
   size_t next_ = 0;      // the slot reserve() lends
   std::string error_;    // the first failed transfer (the channel is broken from then on)
   int fail_after_ = -1;  // testing: messages until an injected endpoint failure
@@ -57,10 +69,15 @@ class SendChannel : public coll::SendChannel {
 class RecvChannel : public coll::RecvChannel {
  public:
   // `sender`: the endpoint to the sending peer, whose failure breaks this channel (null: none).
-  RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender = nullptr, int posted = 4);
+  RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender = nullptr,
+              size_t direct_min = 0, int posted = 4);
   ~RecvChannel() override;
   const void *peek(size_t *bytes) override;
   void consume(size_t bytes) override;
+  size_t direct_min() const override { return direct_min_; }
+  Status start_direct(void *landing, size_t bytes) override;
+  const void *peek_direct(size_t *bytes) override;
+  void consume_direct(size_t bytes) override;
   Status failure() const override;
 
  private:
@@ -79,9 +96,11 @@ class RecvChannel : public coll::RecvChannel {
   Worker &worker_;
   ucp_tag_t tag_;
   const Endpoint *sender_;
+  size_t direct_min_;
   std::vector<Slot> slots_;  // posted in ring order: matched in that order
-  size_t head_ = 0;          // the oldest posted slot
-  std::string error_;        // the first failed receive (the channel is broken from then on)
+  DirectReceiver direct_;
+  size_t head_ = 0;    // the oldest posted slot
+  std::string error_;  // the first failed receive (the channel is broken from then on)
 };
 
 }  // namespace cohort::tl_ucx

@@ -9,7 +9,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/params.h"
-#include "tl_ucx/channel.h"
+#include "tl_ucx/tag_channel.h"
 #include "tl_ucx/worker.h"
 
 namespace cohort::tl_ucx {
@@ -40,6 +40,10 @@ class UcxTransport final : public tl::Transport {
   }
   Status post(const tl::TeamView &team, void *record) override;
   Status connect(const tl::TeamView &team, const tl::RecordTable &records) override;
+  // Which messages go direct decides what goes on the wire: every rank must agree.
+  std::string settings() const override {
+    return "COHORT_UCX_DIRECT_BYTES=" + std::to_string(direct_min_);
+  }
   coll::PeerChannels channels(int peer) override;
   std::mutex *serial() override { return worker_ ? &worker_->mutex() : nullptr; }
   void progress() override {
@@ -62,6 +66,7 @@ class UcxTransport final : public tl::Transport {
   std::vector<Endpoint *> endpoints_;               // by team rank
   std::vector<uint64_t> team_ids_;                  // by team rank: tags their receives
   ucp_tag_t notice_tag_ = 0;                        // this rank's notices come on it
+  size_t direct_min_ = 0;                           // COHORT_UCX_DIRECT_BYTES
   tl::Notice notice_in_;
   void *notice_request_ = nullptr;  // the posted receive of a notice
 };
@@ -108,9 +113,13 @@ void UcxTransport::drain_notices() {
 }
 
 Status UcxTransport::post(const tl::TeamView &team, void *out) {
+  int64_t direct_min = 0;
+  Status s = param_int("UCX_DIRECT_BYTES", &direct_min);
+  if (is_error(s)) return s;
+  direct_min_ = static_cast<size_t>(direct_min);
   if (team.node_count < 2) return COHORT_SUCCESS;
   auto *record = static_cast<UcxRecord *>(out);
-  Status s = Worker::acquire(&worker_);
+  s = Worker::acquire(&worker_);
   if (is_error(s)) return s;
   if (worker_->address().size() > kMaxUcxAddress) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
@@ -168,9 +177,10 @@ Status UcxTransport::connect_rank(const tl::TeamView &team, const UcxRecord &min
                                &endpoints_[r]);
   if (is_error(s)) return s;
   team_ids_[r] = theirs.team_id;
-  to_[r] =
-      std::make_unique<SendChannel>(*worker_, *endpoints_[r], make_tag(theirs.team_id, team.rank));
-  from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(mine.team_id, r), endpoints_[r]);
+  to_[r] = std::make_unique<SendChannel>(*worker_, *endpoints_[r],
+                                         make_tag(theirs.team_id, team.rank), direct_min_);
+  from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(mine.team_id, r), endpoints_[r],
+                                           direct_min_);
   return COHORT_SUCCESS;
 }
 

@@ -22,10 +22,17 @@ namespace cohort::tl_ucx {
 
 constexpr int kTagRankBits = 24;  // up to 16M ranks per team
 constexpr uint64_t kTagRankMask = (uint64_t{1} << kTagRankBits) - 1;
-constexpr uint64_t kMaxTeamTagId = (uint64_t{1} << (64 - kTagRankBits)) - 1;
+// One bit above the rank tells a channel's two streams apart: its byte stream (eager messages
+// through staging slots) and its direct messages (large ones, fragments straight between the
+// ranks' buffers), each matched in order on its own.
+enum class Stream { kBytes = 0, kDirect = 1 };
+constexpr int kTagStreamShift = kTagRankBits;
+constexpr int kTagTeamShift = kTagRankBits + 1;
+constexpr uint64_t kMaxTeamTagId = (uint64_t{1} << (64 - kTagTeamShift)) - 1;
 
-inline ucp_tag_t make_tag(uint64_t team_id, int sender_rank) {
-  return (team_id << kTagRankBits) | (static_cast<uint64_t>(sender_rank) & kTagRankMask);
+inline ucp_tag_t make_tag(uint64_t team_id, int sender_rank, Stream stream = Stream::kBytes) {
+  return (team_id << kTagTeamShift) | (static_cast<uint64_t>(stream) << kTagStreamShift) |
+         (static_cast<uint64_t>(sender_rank) & kTagRankMask);
 }
 
 // A connection to a peer's worker, shared by every team that reaches that worker, and its

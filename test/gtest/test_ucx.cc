@@ -1,5 +1,6 @@
 // UCX channels between two workers of this process: byte streams arrive whole and in order
-// through the staging slots and posted receives, and tags keep teams and senders apart.
+// through the staging slots and posted receives, tags keep teams and senders apart, and direct
+// messages land whole, in order, in the destination or in pieces for a reduction.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,7 +11,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
-#include "tl_ucx/channel.h"
+#include "tl_ucx/tag_channel.h"
 #include "tl_ucx/worker.h"
 
 namespace cohort::tl_ucx {
@@ -121,7 +122,7 @@ TEST(UcxChannel, SenderLendsNothingWhileEverySlotIsInFlightThenResumes) {
   // Slots are freed only as UCX finishes with them; with a receiver that does not read yet,
   // a large message stays in flight (rendezvous), so the sender must stop lending.
   ucp_tag_t tag = make_tag(9, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 2);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 0, 2);
   int lent_slots = 0;
   for (int i = 0; i < 50; ++i) {
     size_t lent = 0;
@@ -229,6 +230,133 @@ TEST(UcxChannel, AFailedEndpointBreaksBothDirectionsNamingThePeer) {
   EXPECT_EQ(again->failure(), COHORT_SUCCESS);
 }
 
+// Bytes whose every position tells its message and offset apart.
+std::vector<unsigned char> pattern(size_t bytes, unsigned seed) {
+  std::vector<unsigned char> out(bytes);
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<unsigned char>((i * 131 + seed * 7) >> 3);
+  return out;
+}
+
+// Sends `data` as a direct message and receives it, into `landing` (nullptr: the channel's
+// pieces, copied out here in the order lent); returns what arrived.
+std::vector<unsigned char> direct(Pair &pair, SendChannel &to, RecvChannel &from,
+                                  const std::vector<unsigned char> &data, unsigned char *landing) {
+  std::vector<unsigned char> got(data.size());
+  EXPECT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS) << last_error();
+  EXPECT_EQ(from.start_direct(landing, data.size()), COHORT_SUCCESS) << last_error();
+  size_t received = 0;
+  bool sent = false;
+  const int64_t deadline = deadline_after(30);
+  while ((received < data.size() || !sent) && now_ns() < deadline) {
+    sent = sent || to.direct_sent();
+    pair.b->progress();
+    size_t n = 0;
+    const auto *piece = static_cast<const unsigned char *>(from.peek_direct(&n));
+    if (n == 0) continue;
+    if (landing != nullptr) {
+      EXPECT_EQ(piece, landing + received) << "pieces land in place";
+    }
+    std::memcpy(got.data() + received, piece, n);
+    from.consume_direct(n);
+    received += n;
+  }
+  EXPECT_TRUE(sent);
+  EXPECT_EQ(received, data.size());
+  return got;
+}
+
+TEST(UcxDirect, FragmentsAreAnEighthBetweenAQuarterAndFourMiB) {
+  EXPECT_EQ(fragment_bytes(64 << 10), 256u << 10);
+  EXPECT_EQ(fragment_bytes(8 << 20), 1u << 20);
+  EXPECT_EQ(fragment_bytes((8 << 20) + 8000), (1u << 20) + (64 << 10));  // rounded up to 64 KiB
+  EXPECT_EQ(fragment_bytes(size_t{1} << 30), 4u << 20);
+}
+
+TEST(UcxDirect, MessagesLandWholeInPlaceAndInPiecesInOrder) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  const ucp_tag_t tag = make_tag(21, 2);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
+  RecvChannel from(*pair.b, tag, nullptr, 64 << 10);
+  EXPECT_EQ(to.direct_min(), 64u << 10);
+  EXPECT_EQ(from.direct_min(), 64u << 10);
+  // One fragment, several, the last one short, more than a sender keeps in flight.
+  const size_t sizes[] = {64 << 10, (3 << 20) + 17, 40 << 20};
+  unsigned seed = 0;
+  for (size_t bytes : sizes) {
+    for (bool in_place : {true, false}) {
+      const std::vector<unsigned char> data = pattern(bytes, ++seed);
+      std::vector<unsigned char> landing(bytes + 64, 0xEE);
+      std::vector<unsigned char> got =
+          direct(pair, to, from, data, in_place ? landing.data() : nullptr);
+      EXPECT_TRUE(got == data) << bytes << " bytes, " << (in_place ? "in place" : "in pieces");
+      if (in_place) {
+        EXPECT_TRUE(std::equal(landing.begin(), landing.begin() + bytes, data.begin()));
+        EXPECT_EQ(landing[bytes], 0xEE) << "nothing past the message is written";
+      }
+    }
+  }
+  EXPECT_EQ(to.in_flight(), 0);
+}
+
+TEST(UcxDirect, DirectMessagesAndTheByteStreamKeepTheirOrdersApart) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  const ucp_tag_t tag = make_tag(23, 0);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
+  RecvChannel from(*pair.b, tag, nullptr, 64 << 10);
+  // A small message on the stream, a direct one, another small one: the receiver takes the
+  // direct one first, and the two small ones still come in order, whole.
+  for (uint64_t word : {0xA1ull, 0xA2ull}) {
+    size_t lent = 0;
+    auto *space = static_cast<uint64_t *>(to.reserve(&lent));
+    ASSERT_NE(space, nullptr);
+    *space = word;
+    to.commit(8);
+  }
+  const std::vector<unsigned char> data = pattern(1 << 20, 5);
+  std::vector<unsigned char> landing(1 << 20);
+  EXPECT_TRUE(direct(pair, to, from, data, landing.data()) == data);
+  std::vector<uint64_t> words;
+  const int64_t deadline = deadline_after(20);
+  while (words.size() < 2 && now_ns() < deadline) {
+    pair.a->progress();
+    size_t arrived = 0;
+    auto *bytes = static_cast<const uint64_t *>(from.peek(&arrived));
+    for (size_t i = 0; i < arrived / 8; ++i) words.push_back(bytes[i]);
+    from.consume(arrived / 8 * 8);
+  }
+  EXPECT_EQ(words, (std::vector<uint64_t>{0xA1, 0xA2}));
+}
+
+// Both ends must expect one size (as MPI, the caller's duty); where a fragment that arrives is
+// larger than the receive expects (an erroneous program), the receiver's channel breaks naming
+// the sender instead of writing past the destination.
+TEST(UcxDirect, AFragmentLargerThanExpectedBreaksTheReceivingChannel) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  const ucp_tag_t tag = make_tag(25, 0);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
+  RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10);
+  const std::vector<unsigned char> data = pattern(1 << 20, 9);  // fragments of 256 KiB
+  std::vector<unsigned char> landing((100 << 10) + 8, 0xEE);
+  ASSERT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS);
+  ASSERT_EQ(from.start_direct(landing.data(), 100 << 10), COHORT_SUCCESS);
+  const int64_t deadline = deadline_after(20);
+  size_t n = 0;
+  while (from.failure() == COHORT_SUCCESS && now_ns() < deadline) {
+    to.direct_sent();
+    from.peek_direct(&n);
+    EXPECT_EQ(n, 0u);
+  }
+  EXPECT_EQ(from.failure(), COHORT_ERR_SYSTEM);
+  EXPECT_NE(last_error().find("UCX receive from worker b"), std::string::npos) << last_error();
+  EXPECT_EQ(landing[100 << 10], 0xEE);
+}
+
 TEST(UcxWorker, TeamIdsAreNeverHandedOutTwice) {
   std::shared_ptr<Worker> worker;
   ASSERT_EQ(Worker::create(&worker), COHORT_SUCCESS) << last_error();
@@ -242,8 +370,11 @@ TEST(UcxWorker, TheProcessWorkerIsSharedWhileInUse) {
   ASSERT_EQ(Worker::acquire(&one), COHORT_SUCCESS) << last_error();
   ASSERT_EQ(Worker::acquire(&two), COHORT_SUCCESS) << last_error();
   EXPECT_EQ(one.get(), two.get());
-  EXPECT_EQ(make_tag(5, 3) >> kTagRankBits, 5u);
+  EXPECT_EQ(make_tag(5, 3) >> kTagTeamShift, 5u);
   EXPECT_EQ(make_tag(5, 3) & kTagRankMask, 3u);
+  EXPECT_NE(make_tag(5, 3), make_tag(5, 3, Stream::kDirect));
+  EXPECT_EQ(make_tag(5, 3, Stream::kDirect) >> kTagTeamShift, 5u);
+  EXPECT_EQ(make_tag(5, 3, Stream::kDirect) & kTagRankMask, 3u);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Randomized collectives against MPI (coll_random) under mpirun, one TAP line per run, the
-# 100k-collective run at 4 ranks included (seconds: most counts are small).
+# 100k-collective run at 4 ranks included (seconds: most counts are small).  Over fake hosts
+# (UCX), messages go direct from 64 KiB (COHORT_UCX_DIRECT_BYTES); one run sends every message
+# of 64 bytes or more direct, one runs counts up to 3M (direct messages of many fragments).
 # Environment: MPIRUN (default: mpirun), COLL_RANDOM (default: ./coll_random),
 #              COHORT_RANDOM_RUNS (lines "NP ARGS [@ENV=VALUE]" replacing the default runs).
 COLL_RANDOM=${COLL_RANDOM:-./coll_random}
@@ -11,6 +13,8 @@ runs=${COHORT_RANDOM_RUNS:-"4 --iters 100000 --seed 42
 8 --iters 10000 --seed 8
 4 --iters 20000 --seed 9 @COHORT_SHM_SINGLE_COPY_BYTES=64
 4 --iters 20000 --seed 5 --per-node 2 @UCX_TLS=tcp,self
-5 --iters 20000 --seed 6 --per-node 3 @UCX_TLS=tcp,self"}
+5 --iters 20000 --seed 6 --per-node 3 @UCX_TLS=tcp,self
+4 --iters 20000 --seed 11 --per-node 2 @UCX_TLS=tcp,self @COHORT_UCX_DIRECT_BYTES=64
+3 --iters 2000 --seed 12 --max-count 3000000 --per-node 1 @UCX_TLS=tcp,self"}
 # Each run's summary line ("coll_random: N collectives ... M mismatches") goes on its TAP line.
 run_tap "$COLL_RANDOM" 1800 "$runs" '^coll_random:.*mismatches'
