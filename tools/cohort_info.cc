@@ -17,7 +17,7 @@
 #include "core/build_info.h"
 #include "core/build_info_text.h"
 #include "core/params.h"
-#include "tl/registry.h"
+#include "team/transport_table.h"
 #include "tl_gpu/window_memory.h"
 #include "device_check.h"
 #include "tool_version.h"
@@ -141,7 +141,7 @@ int print_algorithms() {
   printf("\nSelection (first matching rule; bytes are one rank's message):\n%s",
          selection.describe().c_str());
   printf("\nTransports (a peer is reached through the first that reaches it):\n");
-  for (const cohort::tl::TransportInfo &info : cohort::tl::transport_table()) {
+  for (const cohort::TransportInfo &info : cohort::transport_table()) {
     printf("  %-8s %s\n", info.name, info.description);
   }
   return 0;

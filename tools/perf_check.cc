@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "coll/dtype.h"
-#include "tl_host/half.h"
+#include "coll/half.h"
 
 namespace cohort::perf {
 namespace {
@@ -51,12 +51,12 @@ void store(cohort_dtype_t dtype, int64_t value, char *dst) {
       return;
     }
     case COHORT_FLOAT16: {
-      const uint16_t v = tl_host::float_to_fp16(f);
+      const uint16_t v = coll::float_to_fp16(f);
       memcpy(dst, &v, sizeof v);
       return;
     }
     case COHORT_BFLOAT16: {
-      const uint16_t v = tl_host::float_to_bf16(f);
+      const uint16_t v = coll::float_to_bf16(f);
       memcpy(dst, &v, sizeof v);
       return;
     }

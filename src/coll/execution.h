@@ -1,6 +1,6 @@
 // What runs one rank's schedule (schedule.h) on one kind of memory: the executor contract.
 // A transport provides channels (channel.h) to peers; an Execution moves a schedule's spans
-// over them.  The host executor (tl_host/executor.h) runs schedules on memory the CPU can
+// over them.  The host executor (coll/host_execution.h) runs schedules on memory the CPU can
 // reach; a GPU executor runs them in kernels over the same schedules.
 //
 // Nonblocking: progress() does what it can and returns, so one thread can drive several

@@ -20,7 +20,7 @@
 // - Plain global loads and stores (not the read-only cache): inputs may be a peer's buffer
 //   mapped through CUDA IPC, written before the caller's flag said it was ready.
 //
-// Reductions (reduce<D, Op>) follow the host path (src/tl_host/reduce.h) bit for bit:
+// Reductions (reduce<D, Op>) follow the host path (src/coll/host_reduce.h) bit for bit:
 // integers wrap, fp16/bf16 are computed in fp32 and round once when stored (all nsrcs inputs
 // accumulate in fp32), inputs combine in order srcs[0], srcs[1], ..., min/max propagate NaN,
 // and kAvg divides the stored sum once by `divisor` (integers truncating toward zero;

@@ -13,7 +13,7 @@
 #include "core/clock.h"
 #include "core/params.h"
 #include "team/rank_list.h"
-#include "tl_host/executor.h"
+#include "coll/host_execution.h"
 
 namespace cohort {
 
@@ -184,7 +184,7 @@ void CollFront::start(CollRequest &r) {
   r.started = true;
   r.scratch.resize(r.algorithm->scratch_count() * coll::dtype_size(r.dtype));
   r.buffers.scratch = r.scratch.data();
-  if (!r.execution) r.execution = std::make_unique<tl_host::HostExecution>(transports_.peers());
+  if (!r.execution) r.execution = std::make_unique<coll::HostExecution>(transports_.peers());
   r.execution->start(*r.algorithm, r.buffers, r.dtype);
 }
 

@@ -1,4 +1,4 @@
-// Team creation, connect phase: the transports (tl/registry.h; the team names none) post their
+// Team creation, connect phase: the transports (team/transport_table.h; the team names none) post their
 // parts of this rank's record, and after the exchange open their channels from every rank's.
 // The record also carries a hash of the settings that decide what goes on the wire, which
 // every rank must share.  A failure after the exchange is this rank's status in the ready

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "tl/registry.h"
+#include "team/transport_table.h"
 
 namespace cohort {
 
@@ -11,7 +11,7 @@ void TransportSet::create(tl::TeamView view) {
   transports_.clear();
   offsets_.clear();
   size_t offset = 0;
-  for (const tl::TransportInfo &info : tl::transport_table()) {
+  for (const TransportInfo &info : transport_table()) {
     transports_.push_back(info.make());
     offsets_.push_back(offset);
     offset += transports_.back()->record_bytes(view_);

@@ -1,4 +1,4 @@
-// The transports of one team (tl/registry.h gives the list; the team never names one): their
+// The transports of one team (team/transport_table.h gives the list; the team never names one): their
 // parts of the connect and ready records, the channel to each peer (through the first
 // transport that reaches it), and what running collectives need of them all: a lock, progress,
 // sends in flight, and team-wide notices.

@@ -98,10 +98,10 @@ Status HostChannels::attach(const SegmentInfo &info, std::unique_ptr<HostChannel
   return COHORT_SUCCESS;
 }
 
-std::vector<PeerChannels> HostChannels::bind(int local_rank,
+std::vector<coll::PeerChannels> HostChannels::bind(int local_rank,
                                              const std::vector<int> &team_rank_of_local,
                                              int team_size) {
-  std::vector<PeerChannels> peers(team_size);
+  std::vector<coll::PeerChannels> peers(team_size);
   writers_.clear();
   readers_.clear();
   others_.clear();
@@ -110,7 +110,7 @@ std::vector<PeerChannels> HostChannels::bind(int local_rank,
     others_.push_back(other);
     writers_.push_back(std::make_unique<MailboxWriter>(mailbox(local_rank, other)));
     readers_.push_back(std::make_unique<MailboxReader>(mailbox(other, local_rank)));
-    PeerChannels &p = peers[team_rank_of_local[other]];
+    coll::PeerChannels &p = peers[team_rank_of_local[other]];
     p.to = writers_.back().get();
     p.from = readers_.back().get();
   }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tl/transport.h"
-#include "tl_host/executor.h"
+#include "coll/execution.h"
 #include "tl_host/mailbox.h"
 #include "tl_host/shm_segment.h"
 
@@ -34,8 +34,8 @@ class HostChannels {
 
   // The channels of local rank `local_rank`, by team rank: `team_rank_of_local[i]` is the team
   // rank of local rank i.  Entries of ranks on other hosts (and this rank) stay null.
-  std::vector<PeerChannels> bind(int local_rank, const std::vector<int> &team_rank_of_local,
-                                 int team_size);
+  std::vector<coll::PeerChannels> bind(int local_rank, const std::vector<int> &team_rank_of_local,
+                                       int team_size);
 
   void unlink() { segment_->unlink(); }
 

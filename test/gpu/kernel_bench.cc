@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kernels/reduce.h"
-#include "tl_host/half.h"
+#include "coll/half.h"
 
 namespace {
 
@@ -101,7 +101,7 @@ void fill(DType dtype, std::vector<unsigned char> *host, uint64_t seed) {
     for (size_t i = 0; i < host->size() / 4; ++i) f[i] = value();
   } else {
     auto *h = reinterpret_cast<uint16_t *>(host->data());
-    for (size_t i = 0; i < host->size() / 2; ++i) h[i] = cohort::tl_host::float_to_bf16(value());
+    for (size_t i = 0; i < host->size() / 2; ++i) h[i] = cohort::coll::float_to_bf16(value());
   }
 }
 
@@ -152,7 +152,7 @@ bool spot_check(DType dtype, const Buffers &buffers, size_t dst_offset, size_t s
         } else {
           uint16_t h;
           std::memcpy(&h, p, 2);
-          v = cohort::tl_host::bf16_to_float(h);
+          v = cohort::coll::bf16_to_float(h);
         }
         acc = k == 0 ? v : acc + v;
       }
@@ -160,7 +160,7 @@ bool spot_check(DType dtype, const Buffers &buffers, size_t dst_offset, size_t s
       if (dtype == DType::kFloat32) {
         ok = std::memcmp(&acc, got.data() + (i - start) * 4, 4) == 0;
       } else {
-        uint16_t want = cohort::tl_host::float_to_bf16(acc), have;
+        uint16_t want = cohort::coll::float_to_bf16(acc), have;
         std::memcpy(&have, got.data() + (i - start) * 2, 2);
         ok = want == have;
       }

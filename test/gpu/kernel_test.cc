@@ -2,7 +2,7 @@
 //
 // Every dtype x op x count x pointer offsets x number of inputs runs on the GPU and is compared
 // with a host reference (reduce_reference.h) that computes as the host path does: the same
-// fp16/bf16 conversions (tl_host/half.h), integers wrapping in their own type, floating-point
+// fp16/bf16 conversions (coll/half.h), integers wrapping in their own type, floating-point
 // inputs combined left to right in the compute type (fp32 for fp16/bf16) and rounded once,
 // kAvg dividing the stored sum as finalize_avg.  So every element must match bit for bit (two
 // NaNs match whatever their payloads).  Floating-point inputs are random values of every
@@ -28,7 +28,7 @@
 #include "cohort.h"
 #include "kernels/reduce.h"
 #include "reduce_reference.h"
-#include "tl_host/half.h"
+#include "coll/half.h"
 
 namespace {
 

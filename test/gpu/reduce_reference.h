@@ -1,10 +1,10 @@
 // The host reference of the kernel tests (kernel_test, kernel_emul_test, team_emul_test): a
-// reduction computed as the host path computes it (src/tl_host/reduce.cc), and the inputs that
+// reduction computed as the host path computes it (src/coll/host_reduce.cc), and the inputs that
 // exercise it.  Header-only, with no Cohort library behind it: the tests link the kernels
 // alone.
 //
 // reference() follows the host path's semantics: the same fp16/bf16 conversions
-// (tl_host/half.h), integers wrapping in their own type, floating-point inputs combined left to
+// (coll/half.h), integers wrapping in their own type, floating-point inputs combined left to
 // right in the compute type (fp32 for fp16/bf16) and rounded once, kAvg dividing the stored sum
 // as finalize_avg.  So a kernel's output must match it bit for bit (two NaNs match whatever
 // their payloads: is_nan).
@@ -19,7 +19,7 @@
 #include <type_traits>
 
 #include "kernels/types.h"
-#include "tl_host/half.h"
+#include "coll/half.h"
 
 namespace cohort::kernel_test {
 
@@ -42,14 +42,14 @@ struct NativeRef {
 struct Fp16Ref {
   using S = uint16_t;
   using C = float;
-  static float widen(uint16_t x) { return cohort::tl_host::fp16_to_float(x); }
-  static uint16_t narrow(float x) { return cohort::tl_host::float_to_fp16(x); }
+  static float widen(uint16_t x) { return cohort::coll::fp16_to_float(x); }
+  static uint16_t narrow(float x) { return cohort::coll::float_to_fp16(x); }
 };
 struct Bf16Ref {
   using S = uint16_t;
   using C = float;
-  static float widen(uint16_t x) { return cohort::tl_host::bf16_to_float(x); }
-  static uint16_t narrow(float x) { return cohort::tl_host::float_to_bf16(x); }
+  static float widen(uint16_t x) { return cohort::coll::bf16_to_float(x); }
+  static uint16_t narrow(float x) { return cohort::coll::float_to_bf16(x); }
 };
 
 template <class T>
@@ -198,8 +198,8 @@ inline void fill_inputs(DType dtype, std::mt19937_64 &rng, unsigned char *out, s
                                               0x8000, 0x0001, 0x7bff};
       static const uint16_t kBf16Special[] = {0x7fc0, 0x7f80, 0xff80, 0x0000,
                                               0x8000, 0x0001, 0x7f7f};
-      uint16_t h = dtype == DType::kFloat16 ? cohort::tl_host::float_to_fp16(static_cast<float>(v))
-                                            : cohort::tl_host::float_to_bf16(static_cast<float>(v));
+      uint16_t h = dtype == DType::kFloat16 ? cohort::coll::float_to_fp16(static_cast<float>(v))
+                                            : cohort::coll::float_to_bf16(static_cast<float>(v));
       if (special >= 0)
         h = dtype == DType::kFloat16 ? kFp16Special[special] : kBf16Special[special];
       std::memcpy(p, &h, 2);

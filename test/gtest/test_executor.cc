@@ -13,8 +13,8 @@
 #include "coll/schedule.h"
 #include "core/clock.h"
 #include "coll/dtype.h"
-#include "tl_host/executor.h"
-#include "tl_host/half.h"
+#include "coll/host_execution.h"
+#include "coll/half.h"
 #include "tl_host/mailbox.h"
 
 namespace cohort::tl_host {

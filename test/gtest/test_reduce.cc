@@ -25,8 +25,8 @@
 #include "cohort.h"
 #include "core/status.h"
 #include "coll/dtype.h"
-#include "tl_host/half.h"
-#include "tl_host/reduce.h"
+#include "coll/half.h"
+#include "coll/host_reduce.h"
 
 namespace cohort::tl_host {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "test_support.h"
-#include "tl/registry.h"
+#include "team/transport_table.h"
 
 using namespace mpi_test;
 
@@ -120,7 +120,7 @@ void scenario_collectives() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  cohort::tl::register_transport({"test-mpi", "MPI messages (a test)", [] {
+  cohort::register_transport({"test-mpi", "MPI messages (a test)", [] {
                                     return std::unique_ptr<cohort::tl::Transport>(new MpiTransport);
                                   }});
   return run_main(argc, argv, {{"collectives", scenario_collectives}});

@@ -146,7 +146,7 @@ __device__ __forceinline__ void store_elem(char *p, S value) {
 
 // ------------------------------------------------------------------ formats
 
-// How a dtype is stored and the type its arithmetic runs in (as src/tl_host/reduce.cc).
+// How a dtype is stored and the type its arithmetic runs in (as src/coll/host_reduce.cc).
 template <class T>
 struct NativeFormat {
   using Storage = T;

@@ -18,7 +18,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 
 // when ? a : b through a mask.  With a conditional expression gcc may move a float operation
 // into the arm that uses it, and then cannot flatten the branch (the operation may raise an
@@ -85,4 +85,4 @@ inline uint16_t float_to_bf16(float value) {
   return static_cast<uint16_t>(select_bits(is_nan, bits | 0x00400000u, rounded) >> 16);
 }
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll

@@ -1,12 +1,12 @@
-#include "tl_host/executor.h"
+#include "coll/host_execution.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "coll/dtype.h"
-#include "tl_host/reduce.h"
+#include "coll/host_reduce.h"
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 
 size_t wire_bytes(size_t payload) {
   size_t padded = (payload + coll::kChannelAlign - 1) / coll::kChannelAlign * coll::kChannelAlign;
@@ -309,4 +309,4 @@ void HostExecution::run_local_actions() {
   }
 }
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll

@@ -20,7 +20,7 @@
 
 #include "cohort.h"
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 
 // inout[i] = inout[i] OP in[i] for i < count.  in must not overlap inout.
 void reduce_into(void *inout, const void *in, size_t count, cohort_dtype_t dtype, cohort_op_t op);
@@ -36,4 +36,4 @@ void reduce_multi(void *out, const void *const *ins, int nin, size_t count, coho
 // rounds twice: once when the sum was stored, once here.
 void finalize_avg(void *inout, size_t count, cohort_dtype_t dtype, int team_size);
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll

@@ -1,4 +1,4 @@
-#include "tl/registry.h"
+#include "team/transport_table.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "tl_gpu/gpu_transport.h"
 #endif
 
-namespace cohort::tl {
+namespace cohort {
 namespace {
 
 const TransportInfo kBuiltIn[] = {
@@ -52,7 +52,7 @@ void unregister_transport(const char *name) {
   std::erase_if(r.infos, [&](const TransportInfo &i) { return strcmp(i.name, name) == 0; });
 }
 
-std::unique_ptr<DeviceTransport> make_device_transport() {
+std::unique_ptr<tl::DeviceTransport> make_device_transport() {
 #if COHORT_HAVE_CUDA
   return tl_gpu::make_gpu_transport();
 #else
@@ -71,4 +71,4 @@ TransportInfo device_transport_info() {
 #endif
 }
 
-}  // namespace cohort::tl
+}  // namespace cohort

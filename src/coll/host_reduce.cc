@@ -1,4 +1,4 @@
-#include "tl_host/reduce.h"
+#include "coll/host_reduce.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,9 +7,9 @@
 
 #include "core/log.h"
 #include "coll/dtype.h"
-#include "tl_host/half.h"
+#include "coll/half.h"
 
-namespace cohort::tl_host {
+namespace cohort::coll {
 namespace {
 
 // gcc -O2 vectorises with its "very-cheap" cost model: no runtime alias checks (hence the
@@ -246,4 +246,4 @@ void finalize_avg(void *inout, size_t count, cohort_dtype_t dtype, int team_size
   });
 }
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll

@@ -8,16 +8,11 @@
 
 #include "coll/execution.h"
 
-namespace cohort::tl_host {
-
-using coll::Buffers;
-using coll::PeerChannels;
-using coll::RecvChannel;
-using coll::SendChannel;
+namespace cohort::coll {
 
 // Runs over `peers` (by team rank), which outlive it; start() may be called again (a blocking
 // call reuses its execution and the memory it grew).
-class HostExecution final : public coll::Execution {
+class HostExecution final : public Execution {
  public:
   explicit HostExecution(const std::vector<PeerChannels> &peers) : peers_(peers) {}
   void start(const coll::Algorithm &algorithm, const Buffers &buffers,
@@ -76,4 +71,4 @@ class HostExecution final : public coll::Execution {
 // never zero, so that an empty message (a barrier's signal) still arrives.
 size_t wire_bytes(size_t payload);
 
-}  // namespace cohort::tl_host
+}  // namespace cohort::coll
