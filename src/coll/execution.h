@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coll/channel.h"
@@ -30,6 +31,27 @@ struct Buffers {
 struct PeerChannels {
   SendChannel *to = nullptr;
   RecvChannel *from = nullptr;
+};
+
+// The channels to a team's ranks, as an execution asks for them: a transport may make a
+// peer's only when an execution first names it.
+class Peers {
+ public:
+  virtual ~Peers() = default;
+  // The channels to `peer` (both null for this rank and peers out of range).
+  virtual PeerChannels channels(int peer) = 0;
+};
+
+// Peers from a list made up front (by team rank).
+class PeerList final : public Peers {
+ public:
+  explicit PeerList(std::vector<PeerChannels> list) : list_(std::move(list)) {}
+  PeerChannels channels(int peer) override {
+    return peer >= 0 && peer < static_cast<int>(list_.size()) ? list_[peer] : PeerChannels{};
+  }
+
+ private:
+  std::vector<PeerChannels> list_;
 };
 
 class Execution {

@@ -35,16 +35,14 @@ char *HostExecution::address(const coll::Span &span) const {
 
 // The single-copy threshold of the channel to (or from) `peer`; 0 without one.
 size_t HostExecution::reference_min(int peer, bool sending) const {
-  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return 0;
-  const PeerChannels &c = peers_[peer];
+  const PeerChannels c = peers_.channels(peer);
   if (sending) return c.to ? c.to->reference_min() : 0;
   return c.from ? c.from->reference_min() : 0;
 }
 
 // The direct-message threshold of the channel to (or from) `peer`; 0 without one.
 size_t HostExecution::direct_min(int peer, bool sending) const {
-  if (peer < 0 || peer >= static_cast<int>(peers_.size())) return 0;
-  const PeerChannels &c = peers_[peer];
+  const PeerChannels c = peers_.channels(peer);
   if (sending) return c.to ? c.to->direct_min() : 0;
   return c.from ? c.from->direct_min() : 0;
 }
@@ -111,11 +109,11 @@ Status HostExecution::progress() {
 
 Status HostExecution::advance_send(Pending *p) {
   const int peer = p->action.peer;
-  if (peer < 0 || peer >= static_cast<int>(peers_.size()) || peers_[peer].to == nullptr) {
+  SendChannel *to = peers_.channels(peer).to;
+  if (to == nullptr) {
     return failf(COHORT_ERR_INTERNAL, "schedule step %d sends to rank %d, which has no channel",
                  step_, peer);
   }
-  SendChannel *to = peers_[peer].to;
   if (p->direct) return send_direct(p, to);
   const char *data =
       p->by_reference ? reinterpret_cast<const char *>(&p->reference) : address(p->action.src);
@@ -157,11 +155,11 @@ void HostExecution::receive_bytes(Pending *p, char *dst, const char *operand, co
 
 Status HostExecution::advance_recv(Pending *p) {
   const int peer = p->action.peer;
-  if (peer < 0 || peer >= static_cast<int>(peers_.size()) || peers_[peer].from == nullptr) {
+  RecvChannel *from = peers_.channels(peer).from;
+  if (from == nullptr) {
     return failf(COHORT_ERR_INTERNAL,
                  "schedule step %d receives from rank %d, which has no channel", step_, peer);
   }
-  RecvChannel *from = peers_[peer].from;
   char *dst = address(p->action.dst);
   const char *operand =
       p->action.verb == coll::Verb::kRecvReduce ? address(p->action.src) : nullptr;

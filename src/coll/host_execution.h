@@ -14,7 +14,7 @@ namespace cohort::coll {
 // call reuses its execution and the memory it grew).
 class HostExecution final : public Execution {
  public:
-  explicit HostExecution(const std::vector<PeerChannels> &peers) : peers_(peers) {}
+  explicit HostExecution(Peers &peers) : peers_(peers) {}
   void start(const coll::Algorithm &algorithm, const Buffers &buffers,
              cohort_dtype_t dtype) override;
   Status progress() override;
@@ -58,7 +58,7 @@ class HostExecution final : public Execution {
   Buffers buffers_;
   cohort_dtype_t dtype_ = COHORT_UINT8;
   size_t elem_ = 1;
-  const std::vector<PeerChannels> &peers_;
+  Peers &peers_;
   int step_ = -1;
   std::vector<coll::Action> actions_;
   std::vector<Pending> transfers_;

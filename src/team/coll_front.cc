@@ -184,7 +184,7 @@ void CollFront::start(CollRequest &r) {
   r.started = true;
   r.scratch.resize(r.algorithm->scratch_count() * coll::dtype_size(r.dtype));
   r.buffers.scratch = r.scratch.data();
-  if (!r.execution) r.execution = std::make_unique<coll::HostExecution>(transports_.peers());
+  if (!r.execution) r.execution = std::make_unique<coll::HostExecution>(transports_);
   r.execution->start(*r.algorithm, r.buffers, r.dtype);
 }
 
@@ -208,7 +208,7 @@ void CollFront::advance(CollRequest &r) {
     }
   } else if (is_error(s)) {
     std::string why = last_error();
-    if (take_notice(r)) return;  // a peer that aborted closes its connections: say so instead
+    if (await_notice(r)) return;  // a peer that aborted closes its connections: say so instead
     r.status = s;
     r.error = strprintf("%s on team '%s' failed: %s", r.what, info_.name.c_str(), why.c_str());
     return;
@@ -245,6 +245,20 @@ bool CollFront::take_notice(CollRequest &r) {
                       info_.describe(notice.rank).c_str(), aborted ? "aborted the team" : "failed",
                       notice.text().c_str());
   r.told = true;
+  return true;
+}
+
+// A peer that aborts releases its transports at once: a channel to it may break before its
+// notice arrives, which other ranks pass on (a rank has channels to the peers its plan links
+// it to, not to every rank).  A broken channel waits a moment for a notice that says why.
+bool CollFront::await_notice(CollRequest &r) {
+  const int64_t deadline = deadline_after(kNoticeGraceSeconds);
+  Backoff backoff;
+  while (!take_notice(r)) {
+    if (now_ns() > deadline) return false;
+    transports_.progress();
+    backoff.pause();
+  }
   return true;
 }
 

@@ -100,6 +100,9 @@ class CollFront {
   void start(CollRequest &r);
   void idle(CollRequest &r);
   bool take_notice(CollRequest &r);
+  bool await_notice(CollRequest &r);
+  // How long a broken channel waits for a peer's notice that names the cause (an abort).
+  static constexpr double kNoticeGraceSeconds = 1.0;
   Status coll_timeout(const CollRequest &r) const;
   void fail_queued(const CollRequest &failed);
 

@@ -31,6 +31,7 @@ tl::TeamView TeamInfo::view() const {
                               : "");
   }
   view.host_id = peers[rank].host_id;
+  view.plan_peers = topo::linked_ranks(plan, rank);
   view.describe = [this](int r) { return describe(r); };
   return view;
 }

@@ -36,16 +36,33 @@ Status TransportSet::connect(const char *records, size_t stride, size_t offset) 
       return failf(s, "transport %s: %s", transports_[t]->name(), last_error().c_str());
   }
   peers_.assign(view_.size, coll::PeerChannels{});
+  via_.assign(view_.size, -1);
   for (int r = 0; r < view_.size; ++r) {
-    for (size_t t = 0; t < transports_.size() && r != view_.rank && !peers_[r].to; ++t) {
-      peers_[r] = transports_[t]->channels(r);
+    for (size_t t = 0; t < transports_.size() && r != view_.rank && via_[r] < 0; ++t) {
+      if (transports_[t]->reaches(r)) via_[r] = static_cast<signed char>(t);
     }
-    if (r != view_.rank && (!peers_[r].to || !peers_[r].from)) {
+    if (r != view_.rank && via_[r] < 0) {
       return failf(COHORT_ERR_NOT_SUPPORTED, "no transport reaches %s from rank %d",
                    view_.describe(r).c_str(), view_.rank);
     }
   }
   return COHORT_SUCCESS;
+}
+
+coll::PeerChannels TransportSet::channels(int peer) {
+  if (peer < 0 || peer >= static_cast<int>(peers_.size()) || via_[peer] < 0) return {};
+  coll::PeerChannels &p = peers_[peer];
+  if (!p.to || !p.from) p = transports_[via_[peer]]->channels(peer);
+  return p;
+}
+
+std::string TransportSet::connected() const {
+  std::string text;
+  for (const auto &t : transports_) {
+    text += (text.empty() ? "" : ", ") + std::string(t->name()) + " " +
+            std::to_string(t->peers_connected());
+  }
+  return text;
 }
 
 std::string TransportSet::settings() const {
@@ -104,6 +121,7 @@ bool TransportSet::poll_notice(tl::Notice *out) {
 
 void TransportSet::release() {
   peers_.clear();
+  via_.clear();
   transports_.clear();  // each takes its own lock as it closes
   offsets_.clear();
   record_bytes_ = 0;

@@ -1,5 +1,5 @@
-// The transports of one team (team/transport_table.h gives the list; the team never names one): their
-// parts of the connect and ready records, the channel to each peer (through the first
+// The transports of one team (team/transport_table.h gives the list; the team never names one):
+// their parts of the connect and ready records, the channel to each peer (through the first
 // transport that reaches it), and what running collectives need of them all: a lock, progress,
 // sends in flight, and team-wide notices.
 #pragma once
@@ -7,6 +7,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "coll/execution.h"
@@ -14,7 +15,7 @@
 
 namespace cohort {
 
-class TransportSet {
+class TransportSet final : public coll::Peers {
  public:
   // Instantiates the registered transports for `view` (kept: transports read it later).
   void create(tl::TeamView view);
@@ -23,7 +24,7 @@ class TransportSet {
   // This rank's parts, at `record`; the first failure is returned.
   Status post(char *record);
   // Every rank's record (`stride` bytes each, the transports' parts from `offset`): opens the
-  // channels; fails naming a peer that no transport reaches.
+  // channels to the plan's peers; fails naming a peer that no transport reaches.
   Status connect(const char *records, size_t stride, size_t offset);
   // "COHORT_X=1 COHORT_Y=2": the settings every rank must share.
   std::string settings() const;
@@ -33,8 +34,12 @@ class TransportSet {
   size_t size() const { return transports_.size(); }
   void ready(const std::vector<std::vector<uint64_t>> &words);
 
-  // The channels to each team rank, for executions (stable until release()).
-  const std::vector<coll::PeerChannels> &peers() const { return peers_; }
+  // The channels to each team rank, for executions (coll::Peers): through the first transport
+  // that reaches it, made on first use where the transport did not make them at connect (call
+  // under a Lock).  Stable until release().
+  coll::PeerChannels channels(int peer) override;
+  // "ucx 2, shm 3": the peers each transport made channels to so far.
+  std::string connected() const;
 
   // Held around every use of the channels: the transports' locks, in list order (no
   // allocation: a poll takes it every time).
@@ -58,9 +63,10 @@ class TransportSet {
  private:
   tl::TeamView view_;
   std::vector<std::unique_ptr<tl::Transport>> transports_;
-  std::vector<size_t> offsets_;  // of each transport's part in a record
-  size_t record_bytes_ = 0;      // all parts
-  std::vector<coll::PeerChannels> peers_;
+  std::vector<size_t> offsets_;            // of each transport's part in a record
+  size_t record_bytes_ = 0;                // all parts
+  std::vector<coll::PeerChannels> peers_;  // filled as executions ask
+  std::vector<signed char> via_;           // by rank: the transport that reaches it
 };
 
 }  // namespace cohort

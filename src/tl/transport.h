@@ -8,7 +8,8 @@
 //   record_bytes + post   connect phase, before the exchange: this rank's record
 //   connect               after the exchange, with every rank's record: open channels
 //   ready_word + ready    the ready phase: a word per rank (e.g. "single copy works here")
-//   channels, progress, busy_sends, announce, poll_notice   while collectives run
+//   channels, progress, busy_sends, announce, poll_notice   while collectives run (channels to
+//                         a peer the plan does not link to are made when first asked for)
 // Errors from post() are this rank's status in the connect exchange; errors from connect()
 // its status in the ready exchange: every rank of the team ends creation alike.
 #pragma once
@@ -39,6 +40,9 @@ struct TeamView {
   std::vector<uint64_t> gpu;        // each rank's GPU (gpu_of_uuid), 0: none
   std::vector<std::string> bus_id;  // each rank's GPU's PCI bus id, "0000:41:00.0"; "": none
   uint64_t host_id = 0;             // this rank's host identity
+  // The ranks this rank's rings and trees link to (topo::linked_ranks): a transport connects
+  // to these when the team is made, and to the others when a collective first names them.
+  std::vector<int> plan_peers;
   // Names a rank in messages: "rank 3 (host node7, pid 4242)".
   std::function<std::string(int)> describe;
 
@@ -83,9 +87,14 @@ class Transport {
   // "COHORT_NAME=value" text; the team compares their hash across ranks.
   virtual std::string settings() const { return ""; }
 
-  // The channels to `peer`; both null where this transport does not reach it.  Valid from
-  // connect() until the transport is destroyed.
+  // Whether this transport reaches `peer` (known after connect(), without making anything).
+  virtual bool reaches(int peer) const = 0;
+  // The channels to `peer`, made on first use where they were not made at connect(); both
+  // null where this transport does not reach it.  Valid until the transport is destroyed.
+  // Called with serial() held.
   virtual coll::PeerChannels channels(int peer) = 0;
+  // How many peers this transport made channels to so far (for the log and tests).
+  virtual int peers_connected() const = 0;
 
   virtual uint64_t ready_word() const { return 0; }
   virtual void ready(const TeamView &team, const std::vector<uint64_t> &words) {

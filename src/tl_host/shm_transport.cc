@@ -32,8 +32,17 @@ class ShmTransport final : public tl::Transport {
   std::string settings() const override {
     return "COHORT_SHM_SINGLE_COPY_BYTES=" + std::to_string(single_copy_min_);
   }
+  bool reaches(int peer) const override {
+    return peer >= 0 && peer < static_cast<int>(peers_.size()) && peers_[peer].to != nullptr;
+  }
   coll::PeerChannels channels(int peer) override {
-    return peer < static_cast<int>(peers_.size()) ? peers_[peer] : coll::PeerChannels{};
+    return reaches(peer) ? peers_[peer] : coll::PeerChannels{};
+  }
+  // A host's mailboxes are all mapped with its segment.
+  int peers_connected() const override {
+    int n = 0;
+    for (const coll::PeerChannels &p : peers_) n += p.to != nullptr;
+    return n;
   }
   uint64_t ready_word() const override { return single_copy_ok_ ? 1 : 0; }
   void ready(const tl::TeamView &team, const std::vector<uint64_t> &words) override;

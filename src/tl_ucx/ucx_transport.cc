@@ -5,6 +5,8 @@
 #include "tl_ucx/ucx_transport.h"
 
 #include <cstring>
+#include <functional>
+#include <string>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -44,7 +46,11 @@ class UcxTransport final : public tl::Transport {
   std::string settings() const override {
     return "COHORT_UCX_DIRECT_BYTES=" + std::to_string(direct_min_);
   }
+  bool reaches(int peer) const override {
+    return peer >= 0 && peer < static_cast<int>(remotes_.size()) && !remotes_[peer].address.empty();
+  }
   coll::PeerChannels channels(int peer) override;
+  int peers_connected() const override { return static_cast<int>(connected_.size()); }
   std::mutex *serial() override { return worker_ ? &worker_->mutex() : nullptr; }
   void progress() override {
     if (worker_) worker_->progress();
@@ -54,19 +60,29 @@ class UcxTransport final : public tl::Transport {
   bool poll_notice(tl::Notice *out) override;
 
  private:
-  Status connect_rank(const tl::TeamView &team, const UcxRecord &mine, const UcxRecord &theirs,
-                      int r);
+  Status keep_remote(const tl::TeamView &team, const UcxRecord &theirs, int r);
+  Status connect_rank(int r);
   void inject_failure(const tl::TeamView &team);
   Status post_notice_receive();
   void drain_notices();
 
+  // What this rank keeps of a rank on another host until it connects to it (or for good).
+  struct Remote {
+    std::string address;   // its worker's; empty: this host
+    uint64_t team_id = 0;  // tags its receives for this team
+  };
+
   std::shared_ptr<Worker> worker_;                  // declared first: the channels go before it
-  std::vector<std::unique_ptr<SendChannel>> to_;    // by team rank
-  std::vector<std::unique_ptr<RecvChannel>> from_;  // by team rank
-  std::vector<Endpoint *> endpoints_;               // by team rank
-  std::vector<uint64_t> team_ids_;                  // by team rank: tags their receives
-  ucp_tag_t notice_tag_ = 0;                        // this rank's notices come on it
-  size_t direct_min_ = 0;                           // COHORT_UCX_DIRECT_BYTES
+  std::vector<Remote> remotes_;                     // by team rank
+  std::vector<std::unique_ptr<SendChannel>> to_;    // by team rank, once connected
+  std::vector<std::unique_ptr<RecvChannel>> from_;  // by team rank, once connected
+  std::vector<Endpoint *> endpoints_;               // by team rank, once connected
+  std::vector<int> connected_;                      // the ranks with channels, in that order
+  std::function<std::string(int)> describe_;
+  int rank_ = 0;
+  uint64_t my_team_id_ = 0;
+  ucp_tag_t notice_tag_ = 0;  // this rank's notices come on it
+  size_t direct_min_ = 0;     // COHORT_UCX_DIRECT_BYTES
   tl::Notice notice_in_;
   void *notice_request_ = nullptr;  // the posted receive of a notice
 };
@@ -137,21 +153,33 @@ Status UcxTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   if (team.node_count < 2) return COHORT_SUCCESS;
   std::lock_guard<std::mutex> lock(worker_->mutex());
   const auto &mine = *static_cast<const UcxRecord *>(records.of(team.rank));
+  describe_ = team.describe;
+  rank_ = team.rank;
+  my_team_id_ = mine.team_id;
+  remotes_.assign(team.size, Remote{});
   to_.resize(team.size);
   from_.resize(team.size);
   endpoints_.assign(team.size, nullptr);
-  team_ids_.assign(team.size, 0);
   for (int r = 0; r < team.size; ++r) {
     if (team.same_host(r)) continue;
-    Status s = connect_rank(team, mine, *static_cast<const UcxRecord *>(records.of(r)), r);
+    Status s = keep_remote(team, *static_cast<const UcxRecord *>(records.of(r)), r);
     if (is_error(s)) return s;
+  }
+  for (int r : team.plan_peers) {
+    if (!reaches(r)) continue;
+    if (Status s = connect_rank(r); is_error(s)) return s;
   }
   notice_tag_ = make_tag(mine.team_id, kNoticeSender);
   Status s = post_notice_receive();
   if (is_error(s)) return s;
   inject_failure(team);
-  COHORT_LOG_INFO(NET, "%s: UCX channels to %d ranks on %d other hosts", team.name.c_str(),
-                  team.size - team.local_size(), team.node_count - 1);
+  size_t kept = 0;
+  for (const Remote &r : remotes_) kept += r.address.size();
+  COHORT_LOG_INFO(NET,
+                  "%s: UCX channels to %d ranks the plan links to; %d ranks on %d other hosts "
+                  "reachable, connected on first use (their addresses: %zu bytes)",
+                  team.name.c_str(), peers_connected(), team.size - team.local_size(),
+                  team.node_count - 1, kept);
   return COHORT_SUCCESS;
 }
 
@@ -167,20 +195,25 @@ Status UcxTransport::post_notice_receive() {
   return s;
 }
 
-Status UcxTransport::connect_rank(const tl::TeamView &team, const UcxRecord &mine,
-                                  const UcxRecord &theirs, int r) {
+Status UcxTransport::keep_remote(const tl::TeamView &team, const UcxRecord &theirs, int r) {
   if (theirs.address_len == 0 || theirs.address_len > kMaxUcxAddress) {
     return failf(COHORT_ERR_INTERNAL, "%s sent a UCX address of %u bytes", team.describe(r).c_str(),
                  theirs.address_len);
   }
-  Status s = worker_->endpoint(std::string(theirs.address, theirs.address_len), team.describe(r),
-                               &endpoints_[r]);
+  remotes_[r] = Remote{std::string(theirs.address, theirs.address_len), theirs.team_id};
+  return COHORT_SUCCESS;
+}
+
+// The endpoint to rank r's worker and a channel each way (callers hold the worker's mutex).
+Status UcxTransport::connect_rank(int r) {
+  if (to_[r]) return COHORT_SUCCESS;
+  Status s = worker_->endpoint(remotes_[r].address, describe_(r), &endpoints_[r]);
   if (is_error(s)) return s;
-  team_ids_[r] = theirs.team_id;
   to_[r] = std::make_unique<SendChannel>(*worker_, *endpoints_[r],
-                                         make_tag(theirs.team_id, team.rank), direct_min_);
-  from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(mine.team_id, r), endpoints_[r],
-                                           direct_min_);
+                                         make_tag(remotes_[r].team_id, rank_), direct_min_);
+  from_[r] =
+      std::make_unique<RecvChannel>(*worker_, make_tag(my_team_id_, r), endpoints_[r], direct_min_);
+  connected_.push_back(r);
   return COHORT_SUCCESS;
 }
 
@@ -191,7 +224,8 @@ void UcxTransport::inject_failure(const tl::TeamView &team) {
   if (is_error(param_string("INJECT_UCX_FAILURE", &text)) || text.empty()) return;
   int rank = -1, peer = -1, messages = 1;
   if (sscanf(text.c_str(), "%d:%d:%d", &rank, &peer, &messages) < 2 || rank != team.rank) return;
-  if (peer < 0 || peer >= team.size || !to_[peer] || messages < 1) {
+  if (peer < 0 || peer >= team.size || !reaches(peer) || messages < 1 ||
+      is_error(connect_rank(peer))) {
     COHORT_LOG_WARN(NET, "COHORT_INJECT_UCX_FAILURE=%s: no UCX channel from rank %d to rank %d",
                     text.c_str(), rank, peer);
     return;
@@ -200,27 +234,34 @@ void UcxTransport::inject_failure(const tl::TeamView &team) {
 }
 
 coll::PeerChannels UcxTransport::channels(int peer) {
-  if (peer >= static_cast<int>(to_.size()) || !to_[peer]) return {};
+  if (!reaches(peer)) return {};
+  if (Status s = connect_rank(peer); is_error(s)) {
+    COHORT_LOG_WARN(NET, "UCX: no channel to %s: %s", describe_(peer).c_str(),
+                    last_error().c_str());
+    return {};
+  }
   return coll::PeerChannels{to_[peer].get(), from_[peer].get()};
 }
 
 void UcxTransport::busy_sends(std::vector<int> *ranks) const {
-  for (int r = 0; r < static_cast<int>(to_.size()); ++r) {
-    if (to_[r] && to_[r]->in_flight() > 0) ranks->push_back(r);
+  for (int r : connected_) {
+    if (to_[r]->in_flight() > 0) ranks->push_back(r);
   }
 }
 
-// One message to every rank on another host; waits (bounded) for them to leave, because the
-// team may be torn down right after.  A send still in flight then keeps its buffer.
+// One message to every rank on another host this rank has channels to (the plan's links at
+// least; each rank passes a notice on, so it reaches every rank); waits (bounded) for them to
+// leave, because the team may be torn down right after.  A send still in flight then keeps its
+// buffer.
 void UcxTransport::announce(const tl::Notice &notice) {
   if (!worker_) return;
   auto *message = new tl::Notice(notice);
   std::vector<void *> requests;
-  for (int r = 0; r < static_cast<int>(endpoints_.size()); ++r) {
-    if (endpoints_[r] == nullptr || endpoints_[r]->status != UCS_OK) continue;
+  for (int r : connected_) {
+    if (endpoints_[r]->status != UCS_OK) continue;
     ucp_request_param_t param = {};
     void *request = ucp_tag_send_nbx(endpoints_[r]->ep, message, sizeof(*message),
-                                     make_tag(team_ids_[r], kNoticeSender), &param);
+                                     make_tag(remotes_[r].team_id, kNoticeSender), &param);
     if (request != nullptr && !UCS_PTR_IS_ERR(request)) requests.push_back(request);
   }
   const int64_t deadline = deadline_after(kAnnounceSeconds);

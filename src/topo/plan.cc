@@ -105,6 +105,24 @@ Status unpack_summary(const int32_t *words, int local_max, int team_size, NodeSu
   return COHORT_SUCCESS;
 }
 
+std::vector<int> linked_ranks(const Plan &plan, int rank) {
+  std::vector<int> out;
+  for (int c = 0; c < static_cast<int>(plan.rings.size()); ++c) {
+    if (plan.rings[c].size() < 2) continue;
+    out.push_back(plan.ring_next(c, rank));
+    out.push_back(plan.ring_prev(c, rank));
+  }
+  for (const std::vector<TreeLinks> &tree : plan.trees) {
+    if (rank >= static_cast<int>(tree.size())) continue;
+    out.push_back(tree[rank].up);
+    out.insert(out.end(), tree[rank].down.begin(), tree[rank].down.end());
+  }
+  std::erase_if(out, [rank](int r) { return r < 0 || r == rank; });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 int Plan::ring_next(int channel, int rank) const {
   const std::vector<int> &ring = rings[channel];
   return ring[(ring_position[channel][rank] + 1) % ring.size()];

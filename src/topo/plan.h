@@ -70,4 +70,8 @@ Status align_plan(const std::vector<NodeSummary> &nodes, int team_size, Plan *ou
 
 uint64_t plan_hash(const Plan &plan);
 
+// The ranks `rank`'s rings and trees link it to, over every channel (sorted, without `rank`):
+// the peers a transport connects to when the team is made; the others on first use.
+std::vector<int> linked_ranks(const Plan &plan, int rank);
+
 }  // namespace cohort::topo

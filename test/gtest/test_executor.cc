@@ -176,7 +176,7 @@ void run(const Case &c) {
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      std::vector<PeerChannels> peers = mesh.channels_of(r);
+      coll::PeerList peers(mesh.channels_of(r));
       // In place: reduce-scatter's output is the rank's block of its input.
       size_t dst_offset =
           c.in_place && c.collective == coll::Collective::kReduceScatter ? r * c.count * elem : 0;

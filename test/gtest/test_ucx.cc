@@ -3,7 +3,10 @@
 // messages land whole, in order, in the destination or in pieces for a reduction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <random>
 #include <set>
@@ -11,7 +14,9 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "topo/plan.h"
 #include "tl_ucx/tag_channel.h"
+#include "tl_ucx/ucx_transport.h"
 #include "tl_ucx/worker.h"
 
 namespace cohort::tl_ucx {
@@ -355,6 +360,54 @@ TEST(UcxDirect, AFragmentLargerThanExpectedBreaksTheReceivingChannel) {
   EXPECT_EQ(from.failure(), COHORT_ERR_SYSTEM);
   EXPECT_NE(last_error().find("UCX receive from worker b"), std::string::npos) << last_error();
   EXPECT_EQ(landing[100 << 10], 0xEE);
+}
+
+// A job of 4096 hosts, one rank each, seen from rank 1234: its team's creation makes UCX
+// channels (and endpoints) only to the ranks its plan links it to (its rings' neighbours, its
+// trees' parent and children), and to another rank when a collective first asks for it.  Every
+// rank's record is this rank's own (the test's one worker address; nothing is sent).
+TEST(UcxTransport, ACreationOf4096HostsConnectsOnlyThePeersItsPlanLinks) {
+  constexpr int kHosts = 4096, kMe = 1234;
+  std::vector<topo::NodeSummary> nodes;
+  for (int h = 0; h < kHosts; ++h) nodes.push_back(topo::summarize_node({}, {{h, -1, 0}}));
+  topo::Plan plan;
+  ASSERT_EQ(topo::align_plan(nodes, kHosts, &plan), COHORT_SUCCESS) << last_error();
+  tl::TeamView view;
+  view.name = "team of 4096 hosts";
+  view.rank = kMe;
+  view.size = kHosts;
+  view.node_count = kHosts;
+  for (int r = 0; r < kHosts; ++r) {
+    view.node_of_rank.push_back(r);
+    view.local_rank.push_back(0);
+  }
+  view.describe = [](int r) { return "rank " + std::to_string(r); };
+  view.plan_peers = topo::linked_ranks(plan, kMe);
+  ASSERT_GE(view.plan_peers.size(), 2u);  // at least the ring's two neighbours
+  ASSERT_LE(view.plan_peers.size(), 8u);
+  std::unique_ptr<tl::Transport> ucx = make_ucx_transport();
+  const size_t stride = ucx->record_bytes(view);
+  std::vector<char> records(stride * kHosts);
+  ASSERT_EQ(ucx->post(view, records.data() + stride * kMe), COHORT_SUCCESS) << last_error();
+  for (int r = 0; r < kHosts; ++r) {
+    std::memcpy(records.data() + stride * r, records.data() + stride * kMe, stride);
+  }
+  ASSERT_EQ(ucx->connect(view, tl::RecordTable{records.data(), stride, 0}), COHORT_SUCCESS)
+      << last_error();
+  std::lock_guard<std::mutex> lock(*ucx->serial());
+  EXPECT_EQ(ucx->peers_connected(), static_cast<int>(view.plan_peers.size()));
+  for (int r : view.plan_peers) {
+    coll::PeerChannels c = ucx->channels(r);
+    EXPECT_TRUE(c.to != nullptr && c.from != nullptr) << "plan peer " << r;
+  }
+  EXPECT_EQ(ucx->peers_connected(), static_cast<int>(view.plan_peers.size()));
+  int far = 77;
+  while (std::count(view.plan_peers.begin(), view.plan_peers.end(), far) > 0) ++far;
+  EXPECT_TRUE(ucx->reaches(far));
+  EXPECT_TRUE(ucx->channels(far).to != nullptr);  // made now, on first use
+  EXPECT_EQ(ucx->peers_connected(), static_cast<int>(view.plan_peers.size()) + 1);
+  EXPECT_FALSE(ucx->reaches(kMe));
+  EXPECT_EQ(ucx->channels(kMe).to, nullptr);
 }
 
 TEST(UcxWorker, TeamIdsAreNeverHandedOutTwice) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs failure_test's scenarios under mpirun (oversubscribed), one TAP line per run: aborts of
-# ready teams with the others inside allreduce / barrier / send-recv, aborts after 1, 2 and 5
-# creation polls, a UCX endpoint failure between fake hosts, and counts that overflow.
+# ready teams with the others inside allreduce / barrier / send-recv (also across 2 to 8 fake
+# hosts), aborts after 1, 2 and 5 creation polls, a UCX endpoint failure between fake hosts, and
+# counts that overflow.
 # Environment: MPIRUN (default: mpirun), FAILURE_TEST (default: ./failure_test),
 #              COHORT_TEST_FILTER (a grep -E pattern over the test names, to run a subset).
 FAILURE_TEST=${FAILURE_TEST:-./failure_test}
@@ -15,6 +16,13 @@ for np in 2 4 8; do
 done
 add "4 abort-ready --op allreduce --rank 1 --thread 1"
 add "3 abort-ready --op barrier --rank 0 --per-node 2 @UCX_TLS=tcp,self"
+# Across 4 and 8 fake hosts a rank has UCX channels to the peers its plan links it to only:
+# the abort reaches the others passed on, and a channel that breaks first waits for it.
+for per_node in 2 1; do
+  for op in barrier allreduce; do
+    add "8 abort-ready --op $op --rank 5 --per-node $per_node @UCX_TLS=tcp,self"
+  done
+done
 for polls in 1 2 5; do
   for np in 2 4 8; do add "$np abort-create --polls $polls --rank $((np / 2))"; done
 done

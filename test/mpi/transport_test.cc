@@ -86,9 +86,13 @@ class MpiTransport final : public cohort::tl::Transport {
     }
     return COHORT_SUCCESS;
   }
+  bool reaches(int peer) const override {
+    return peer >= 0 && peer < static_cast<int>(out_.size());
+  }
   cohort::coll::PeerChannels channels(int peer) override {
     return {out_[peer].get(), in_[peer].get()};
   }
+  int peers_connected() const override { return static_cast<int>(out_.size()); }
 
  private:
   std::vector<std::unique_ptr<MpiOut>> out_;
@@ -121,7 +125,7 @@ void scenario_collectives() {
 
 int main(int argc, char **argv) {
   cohort::register_transport({"test-mpi", "MPI messages (a test)", [] {
-                                    return std::unique_ptr<cohort::tl::Transport>(new MpiTransport);
-                                  }});
+                                return std::unique_ptr<cohort::tl::Transport>(new MpiTransport);
+                              }});
   return run_main(argc, argv, {{"collectives", scenario_collectives}});
 }
