@@ -160,13 +160,30 @@ class Algorithm {
   const CollArgs args_;
 };
 
+// What an algorithm is, whatever its collective: what code that runs algorithms itself (the
+// device transport) dispatches on, instead of comparing names.
+enum class AlgorithmId : uint8_t {
+  kRing,
+  kDirect,
+  kHier,
+  kChain,
+  kPairwise,
+  kDissemination,
+  kOneShot,    // GPU: every rank's data into every window, one handshake
+  kTwoShot,    // GPU allreduce: reduce-scatter + allgather through the windows
+  kPipelined,  // GPU: steps through the chunk inboxes
+  kZeroCopy,   // GPU: registered buffers reached in place
+  kFlags,      // GPU barrier
+};
+
 // A registered algorithm: what cohort_info prints and the tuning table names.
 struct AlgorithmInfo {
   const char *name;  // unique within its collective: "ring", "direct", ...
+  AlgorithmId id;
   Collective collective;
   const char *description;
   // The schedule a host executor runs; null for an algorithm that runs inside a GPU kernel
-  // (the device transport, tl/device_transport.h, knows it by name).
+  // (the device transport, tl/device_transport.h, knows it by id).
   std::unique_ptr<Algorithm> (*make)(const CollArgs &args);
   MemoryKinds memory;  // the kinds its executor runs on
   // Whether its buffers are one contiguous range (allreduce, reduce, broadcast): then it can

@@ -24,7 +24,7 @@ Status CollFront::run_on_device(const CollCall &call, const coll::SelectRule &ru
   device_call.dtype = call.dtype;
   device_call.op = call.op;
   device_call.root = call.root;
-  device_call.algorithm = rule.algorithm->name;
+  device_call.algorithm = rule.algorithm->id;
   void *target = blocking ? nullptr : (stream != nullptr ? stream : tl::kLegacyDefaultStream);
   Status s = device_->enqueue(device_call, target);
   if (!is_error(s) && blocking) s = device_->synchronize(nullptr, timeout_s_);

@@ -36,7 +36,7 @@ struct DeviceCall {
   cohort_dtype_t dtype = COHORT_FLOAT32;
   cohort_op_t op = COHORT_SUM;
   int root = 0;
-  const char *algorithm = "";  // the selection table's choice
+  coll::AlgorithmId algorithm = coll::AlgorithmId::kPipelined;  // the selection table's choice
 };
 
 class DeviceTransport {

@@ -2,7 +2,6 @@
 #include "tl_gpu/launch.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/allreduce.h"
 #include "kernels/collectives.h"
@@ -56,8 +55,8 @@ struct Choice {
 Choice choose(const k::DeviceTeam &team, const Registrations &registered,
               const tl::DeviceCall &call, size_t src_bytes, size_t dst_bytes) {
   Choice c;
-  c.oneshot = strcmp(call.algorithm, "oneshot") == 0;
-  c.zerocopy = strcmp(call.algorithm, "zerocopy") == 0 && team.registered != nullptr;
+  c.oneshot = call.algorithm == coll::AlgorithmId::kOneShot;
+  c.zerocopy = call.algorithm == coll::AlgorithmId::kZeroCopy && team.registered != nullptr;
   if (c.zerocopy) {
     c.src = registered.find(call.src, src_bytes);
     c.dst = registered.find(call.dst, dst_bytes);

@@ -1,7 +1,9 @@
 // Algorithm selection: the default table, COHORT_COLL_ALGO overrides and their errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "coll/select.h"
 #include "core/status.h"
@@ -171,6 +173,30 @@ TEST(Selection, SizesParseWithSuffixesAndRejectOverflow) {
   EXPECT_FALSE(parse_bytes("17179869184G", &v));
   EXPECT_EQ(format_bytes(16384), "16K");
   EXPECT_EQ(format_bytes(1000), "1000");
+}
+
+}  // namespace
+}  // namespace cohort::coll
+
+namespace cohort::coll {
+namespace {
+
+// The device transport dispatches on an algorithm's id, the table and COHORT_COLL_ALGO name
+// it: every row's id must be the one its name means, whatever the collective.
+TEST(AlgorithmTable, EveryIdIsTheOneItsNameMeans) {
+  const std::pair<const char *, AlgorithmId> kNames[] = {
+      {"ring", AlgorithmId::kRing},           {"direct", AlgorithmId::kDirect},
+      {"hier", AlgorithmId::kHier},           {"chain", AlgorithmId::kChain},
+      {"pairwise", AlgorithmId::kPairwise},   {"dissemination", AlgorithmId::kDissemination},
+      {"oneshot", AlgorithmId::kOneShot},     {"twoshot", AlgorithmId::kTwoShot},
+      {"pipelined", AlgorithmId::kPipelined}, {"zerocopy", AlgorithmId::kZeroCopy},
+      {"flags", AlgorithmId::kFlags}};
+  for (const AlgorithmInfo &a : algorithm_table()) {
+    const auto named = std::find_if(std::begin(kNames), std::end(kNames),
+                                    [&](const auto &n) { return std::string(n.first) == a.name; });
+    ASSERT_NE(named, std::end(kNames)) << a.name << " has no id";
+    EXPECT_EQ(named->second, a.id) << collective_name(a.collective) << " " << a.name;
+  }
 }
 
 }  // namespace
