@@ -4,30 +4,14 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "tl_ucx/requests.h"
 
 namespace cohort::tl_ucx {
 namespace {
 
-constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 constexpr size_t kFragmentUnit = 64 * 1024;
 constexpr size_t kMinFragment = 256 * 1024;
 constexpr size_t kMaxFragment = 4 * 1024 * 1024;
-
-void nop_send(void *, ucs_status_t, void *) {}
-void nop_recv(void *, ucs_status_t, const ucp_tag_recv_info_t *, void *) {}
-
-// Waits (until `deadline`) for a request still in flight at teardown, cancelled first where
-// `cancel`; false if UCX may still use its buffer.
-bool settle(Worker &worker, void *request, bool cancel, int64_t deadline) {
-  if (request == nullptr) return true;
-  if (cancel) ucp_request_cancel(worker.handle(), request);
-  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
-    worker.progress();
-  }
-  const bool done = ucp_request_check_status(request) != UCS_INPROGRESS;
-  ucp_request_free(request);
-  return done;
-}
 
 }  // namespace
 
@@ -39,7 +23,7 @@ size_t fragment_bytes(size_t bytes) {
 DirectSender::~DirectSender() {
   const int64_t deadline = deadline_after(1.0);
   int left = 0;
-  for (const Fragment &f : requests_) left += settle(worker_, f.request, false, deadline) ? 0 : 1;
+  for (const Fragment &f : requests_) left += let_go(worker_, f.request, false, deadline) ? 0 : 1;
   if (left > 0) {
     COHORT_LOG_WARN(NET, "UCX: %d direct sends to %s still in flight at teardown after 1 s", left,
                     endpoint_.who.c_str());
@@ -86,7 +70,7 @@ DirectReceiver::~DirectReceiver() {
   const int64_t deadline = deadline_after(1.0);
   int left = 0;
   for (Fragment &f : fragments_) {
-    if (settle(worker_, f.request, true, deadline)) continue;
+    if (let_go(worker_, f.request, true, deadline)) continue;
     ++left;
     if (f.buffer >= 0) (void)buffers_[f.buffer].release();  // UCX may still write it
   }

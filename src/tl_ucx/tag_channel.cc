@@ -5,30 +5,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "tl_ucx/requests.h"
 
 namespace cohort::tl_ucx {
 namespace {
-
-constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
-
-// Send and receive completions are found by polling the request: no callbacks needed.
-void nop_send(void *, ucs_status_t, void *) {}
-void nop_recv(void *, ucs_status_t, const ucp_tag_recv_info_t *, void *) {}
-
-// Lets go of a request still in flight at destruction: a posted receive is cancelled, a send
-// is given until `deadline` to finish (its peer has matched it by then in every orderly
-// teardown; only the acknowledgement is outstanding).  Returns false if UCX may still use
-// the buffer: the caller then leaves the buffer to UCX rather than free memory it may touch.
-bool let_go(Worker &worker, void *request, bool cancel, int64_t deadline) {
-  if (request == nullptr) return true;
-  if (cancel) ucp_request_cancel(worker.handle(), request);
-  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
-    worker.progress();
-  }
-  bool done = ucp_request_check_status(request) != UCS_INPROGRESS;
-  ucp_request_free(request);
-  return done;
-}
 
 // Frees the buffers UCX is done with; the others are left (and counted) so nothing is freed
 // under a transfer.
