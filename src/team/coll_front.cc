@@ -208,7 +208,8 @@ void CollFront::advance(CollRequest &r) {
     }
   } else if (is_error(s)) {
     std::string why = last_error();
-    if (await_notice(r)) return;  // a peer that aborted closes its connections: say so instead
+    // A peer that aborted closes its connections: say so instead.
+    if (s == COHORT_ERR_SYSTEM ? await_notice(r) : take_notice(r)) return;
     r.status = s;
     r.error = strprintf("%s on team '%s' failed: %s", r.what, info_.name.c_str(), why.c_str());
     return;
@@ -248,9 +249,10 @@ bool CollFront::take_notice(CollRequest &r) {
   return true;
 }
 
-// A peer that aborts releases its transports at once: a channel to it may break before its
-// notice arrives, which other ranks pass on (a rank has channels to the peers its plan links
-// it to, not to every rank).  A broken channel waits a moment for a notice that says why.
+// A peer that aborts releases its transports at once: a channel to it may break (a transport's
+// failure, COHORT_ERR_SYSTEM) before its notice arrives, which other ranks pass on (a rank has
+// channels to the peers its plan links it to, not to every rank).  A broken channel waits a
+// moment for a notice that says why; other failures do not wait.
 bool CollFront::await_notice(CollRequest &r) {
   const int64_t deadline = deadline_after(kNoticeGraceSeconds);
   Backoff backoff;

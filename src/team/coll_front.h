@@ -101,8 +101,9 @@ class CollFront {
   void idle(CollRequest &r);
   bool take_notice(CollRequest &r);
   bool await_notice(CollRequest &r);
-  // How long a broken channel waits for a peer's notice that names the cause (an abort).
-  static constexpr double kNoticeGraceSeconds = 1.0;
+  // How long a broken channel waits for a peer's notice that names the cause (an abort): the
+  // notice passes from rank to rank along the plan's links, milliseconds per hop.
+  static constexpr double kNoticeGraceSeconds = 0.25;
   Status coll_timeout(const CollRequest &r) const;
   void fail_queued(const CollRequest &failed);
 
