@@ -1,0 +1,81 @@
+#!/bin/bash
+# The wire between hosts, measured as issue 29 asks, on one machine with fake hosts
+# (COHORT_HOST_ID per rank) over UCX_TLS=tcp,self:
+#   contrib/wire-check.sh BUILD RESULTS
+# 1. the wire itself: ucx_perftest tag_lat (8 B) and tag_bw (16 MB, 64 MB), one way;
+# 2. Cohort's host-buffer allreduce at 2 hosts x 1 rank, 8 B to 64 MB, and its ratios: busbw at
+#    16 and 64 MB over the wire's tag bandwidth, 8 B time minus the wire's latency;
+# 3. every host collective checked (--check) at 2 x 2 and 4 x 2, and allreduce at 64 MB there.
+# BUILD holds tools/cohort_perf (a build folder or contrib/gpu-pack.sh's carry); on the GPU
+# machine source .devrt/env.sh first.  RESULTS gets one log per step and summary.txt.  Exit 0
+# when every step ran, 1 otherwise.
+set -u
+build=${1:?usage: contrib/wire-check.sh BUILD RESULTS}
+results=${2:?usage: contrib/wire-check.sh BUILD RESULTS}
+mkdir -p "$results"
+source "$(dirname "$0")/gpu-common.sh"  # binary, quiet
+perf=$(binary tools/cohort_perf)
+export UCX_TLS=tcp,self OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1  # 8 ranks on fewer cores (times then mean little)
+summary=$results/summary.txt
+: >"$summary"
+failed=0
+note() { echo "$*" | tee -a "$summary"; }
+
+# ucx_perftest TEST BYTES ITERS: one client run against a server of its own; prints its Final line.
+port=$((20000 + $$ % 10000))
+perftest() {
+  port=$((port + 1))
+  timeout 60 ucx_perftest -p $port >/dev/null 2>&1 &
+  local server=$!
+  sleep 1
+  timeout 60 ucx_perftest localhost -p $port -t "$1" -s "$2" -n "$3" 2>&1 | grep '^Final'
+  wait $server 2>/dev/null
+}
+# Final: iterations, latency 50% / average / overall (us), bandwidth average / overall (MB/s), ...
+note "# 1. the wire (ucx_perftest, UCX_TLS=$UCX_TLS, one way)"
+lat=$(perftest tag_lat 8 20000 | awk '{print $4}')
+bw16=$(perftest tag_bw 16777216 40 | awk '{print $7}')
+bw64=$(perftest tag_bw 67108864 20 | awk '{print $7}')
+note "tag_lat 8 B: ${lat:-?} us; tag_bw 16 MB: ${bw16:-?} MB/s; 64 MB: ${bw64:-?} MB/s"
+[ -n "$lat" ] && [ -n "$bw16" ] && [ -n "$bw64" ] || failed=1
+
+# cohort_perf over NP ranks on hosts of PER ranks; LOG gets its output.
+fake_hosts() {  # NP PER LOG perf-args...
+  local np=$1 per=$2 log=$3
+  shift 3
+  timeout 600 mpirun -np "$np" -x LD_LIBRARY_PATH -x UCX_TLS sh -c \
+    "COHORT_HOST_ID=wire-h\$((OMPI_COMM_WORLD_RANK / $per)) exec \"\$@\"" x "$perf" "$@" 2>&1 |
+    quiet >"$log"
+  return "${PIPESTATUS[0]}"
+}
+# The out-of-place time (us) and busbw (GB/s) of the first row of BYTES in LOG.
+row() { awk -v b="$2" '$1 == b && $2 ~ /^[0-9]+$/ {print $6, $8; exit}' "$1"; }
+
+note "# 2. Cohort's allreduce on host buffers, 2 hosts x 1 rank"
+if fake_hosts 2 1 "$results/allreduce-2x1.log" -c allreduce -b 8 -e 64M -f 2 -n 20 -w 5 --check; then
+  read -r t8 _ <<<"$(row "$results/allreduce-2x1.log" 8)"
+  read -r _ bus16 <<<"$(row "$results/allreduce-2x1.log" 16777216)"
+  read -r _ bus64 <<<"$(row "$results/allreduce-2x1.log" 67108864)"
+  note "8 B: $t8 us (wire latency $lat us: +$(awk -v a="$t8" -v b="$lat" 'BEGIN{printf "%.2f", a-b}') us)"
+  note "16 MB: busbw $bus16 GB/s = $(awk -v a="$bus16" -v b="$bw16" 'BEGIN{printf "%.0f", 100000*a/b}')% of the wire's"
+  note "64 MB: busbw $bus64 GB/s = $(awk -v a="$bus64" -v b="$bw64" 'BEGIN{printf "%.0f", 100000*a/b}')% of the wire's"
+else
+  note "failed: see allreduce-2x1.log"
+  failed=1
+fi
+
+note "# 3. every host collective checked, and allreduce 64 MB, at 2 x 2 and 4 x 2"
+for shape in "4 2" "8 2"; do
+  set -- $shape
+  name=$(($1 / $2))x$2
+  if fake_hosts "$1" "$2" "$results/all-$name.log" -c all -b 8 -e 1M -f 32 -n 5 -w 1 --check &&
+    fake_hosts "$1" "$2" "$results/allreduce-$name.log" -c allreduce -b 64M -e 64M -n 10 -w 2; then
+    read -r _ bus <<<"$(row "$results/allreduce-$name.log" 67108864)"
+    note "$name: every collective checked: $(grep -o 'Wrong elements *: [0-9]* [A-Z]*' "$results/all-$name.log"); allreduce 64 MB busbw $bus GB/s = $(awk -v a="$bus" -v b="$bw64" 'BEGIN{printf "%.0f", 100000*a/b}')% of the wire's"
+  else
+    note "$name: failed (see all-$name.log, allreduce-$name.log)"
+    failed=1
+  fi
+done
+exit $failed
