@@ -50,7 +50,12 @@ Status Endpoint::failure() const {
 void Endpoint::fail(ucs_status_t reason) {
   if (status != UCS_OK) return;
   status = reason;
-  COHORT_LOG_WARN(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
+  if (users > 0) {
+    COHORT_LOG_WARN(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
+  } else {
+    COHORT_LOG_INFO(NET, "UCX connection to %s (no team uses it now) closed: %s", who.c_str(),
+                    ucs_status_string(reason));
+  }
 }
 
 Status Worker::acquire(std::shared_ptr<Worker> *out) {
