@@ -33,18 +33,12 @@ char *HostExecution::address(const coll::Span &span) const {
   return const_cast<char *>(static_cast<const char *>(base)) + span.offset * elem_;
 }
 
-// The single-copy threshold of the channel to (or from) `peer`; 0 without one.
-size_t HostExecution::reference_min(int peer, bool sending) const {
+// The thresholds of the channel to (or from) `peer` at which a message goes by reference
+// (single copy) or direct; 0: never.
+HostExecution::Thresholds HostExecution::thresholds(int peer, bool sending) const {
   const PeerChannels c = peers_.channels(peer);
-  if (sending) return c.to ? c.to->reference_min() : 0;
-  return c.from ? c.from->reference_min() : 0;
-}
-
-// The direct-message threshold of the channel to (or from) `peer`; 0 without one.
-size_t HostExecution::direct_min(int peer, bool sending) const {
-  const PeerChannels c = peers_.channels(peer);
-  if (sending) return c.to ? c.to->direct_min() : 0;
-  return c.from ? c.from->direct_min() : 0;
+  if (sending) return c.to ? Thresholds{c.to->reference_min(), c.to->direct_min()} : Thresholds{};
+  return c.from ? Thresholds{c.from->reference_min(), c.from->direct_min()} : Thresholds{};
 }
 
 void HostExecution::start_step() {
@@ -58,8 +52,7 @@ void HostExecution::start_step() {
     p.total = (sending ? a.src.count : a.dst.count) * elem_;
     p.wire = wire_bytes(p.total);
     // Both ends see the same size and the same thresholds: they agree without asking.
-    const size_t min = reference_min(a.peer, sending);
-    const size_t direct = direct_min(a.peer, sending);
+    const auto [min, direct] = thresholds(a.peer, sending);
     if (min > 0 && p.total >= min) {
       p.by_reference = true;
       p.wire = sizeof(coll::Reference);

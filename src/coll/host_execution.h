@@ -41,8 +41,11 @@ class HostExecution final : public Execution {
   };
 
   void start_step();
-  size_t reference_min(int peer, bool sending) const;
-  size_t direct_min(int peer, bool sending) const;
+  struct Thresholds {
+    size_t reference = 0;
+    size_t direct = 0;
+  };
+  Thresholds thresholds(int peer, bool sending) const;
   Status advance_send(Pending *p);
   Status advance_recv(Pending *p);
   Status read_reference(Pending *p, RecvChannel *from, char *dst, const char *operand);
