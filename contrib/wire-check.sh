@@ -5,7 +5,9 @@
 # 1. the wire itself: ucx_perftest tag_lat (8 B) and tag_bw (16 MB, 64 MB), one way;
 # 2. Cohort's host-buffer allreduce at 2 hosts x 1 rank, 8 B to 64 MB, and its ratios: busbw at
 #    16 and 64 MB over the wire's tag bandwidth, 8 B time minus the wire's latency;
-# 3. every host collective checked (--check) at 2 x 2 and 4 x 2, and allreduce at 64 MB there.
+# 3. every host collective checked (--check) at 2 x 2 and 4 x 2, and allreduce at 64 MB there;
+# 4. with WIRE_CHECK_TORCH (a Python with PyTorch), NCCL's allreduce over its socket transport
+#    between the same fake hosts (contrib/nccl-wire-anchor.py), and Cohort's ratios to it.
 # BUILD holds tools/cohort_perf (a build folder or contrib/gpu-pack.sh's carry); on the GPU
 # machine source .devrt/env.sh first.  RESULTS gets one log per step and summary.txt.  Exit 0
 # when every step ran, 1 otherwise.
@@ -78,4 +80,25 @@ for shape in "4 2" "8 2"; do
     failed=1
   fi
 done
+
+# 4. The anchor: NCCL's allreduce over its socket transport between the same fake hosts, on
+# device buffers (WIRE_CHECK_TORCH: a Python with PyTorch, which loads NCCL; several ranks on
+# one GPU need MPS, started by the caller).  Skipped, and said, without it.
+if [ -n "${WIRE_CHECK_TORCH:-}" ]; then
+  note "# 4. NCCL (PyTorch's) allreduce, 2 hosts x 1 rank, socket transport on lo, device buffers"
+  if timeout 180 mpirun -np 2 -x LD_LIBRARY_PATH "$WIRE_CHECK_TORCH" \
+    "$(dirname "$0")/nccl-wire-anchor.py" 1 8 16777216 67108864 >"$results/nccl-2x1.log" 2>&1; then
+    read -r _ n8 _ <<<"$(awk '$1 == 8' "$results/nccl-2x1.log")"
+    read -r _ _ nbus16 _ <<<"$(awk '$1 == 16777216' "$results/nccl-2x1.log")"
+    read -r _ _ nbus64 _ <<<"$(awk '$1 == 67108864' "$results/nccl-2x1.log")"
+    note "NCCL 8 B: $n8 us (Cohort's time / NCCL's $(awk -v a="${t8:-0}" -v b="$n8" 'BEGIN{printf "%.2f", a/b}'))"
+    note "NCCL 16 MB: busbw $nbus16 GB/s (Cohort's busbw / NCCL's $(awk -v a="${bus16:-0}" -v b="$nbus16" 'BEGIN{printf "%.2f", a/b}'))"
+    note "NCCL 64 MB: busbw $nbus64 GB/s (Cohort's busbw / NCCL's $(awk -v a="${bus64:-0}" -v b="$nbus64" 'BEGIN{printf "%.2f", a/b}'))"
+  else
+    note "NCCL anchor failed: see nccl-2x1.log"
+    failed=1
+  fi
+else
+  note "# 4. NCCL anchor skipped: set WIRE_CHECK_TORCH to a Python with PyTorch"
+fi
 exit $failed
