@@ -11,6 +11,7 @@
 #include "coll/dtype.h"
 #include "coll/multi_channel.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/params.h"
 #include "team/rank_list.h"
 #include "coll/host_execution.h"
@@ -280,6 +281,8 @@ Status CollFront::coll_timeout(const CollRequest &r) const {
 // the team runs no more.  A failure found here is told to every peer, so that those waiting
 // on this rank end at once instead of at their timeout.
 void CollFront::fail_queued(const CollRequest &failed) {
+  // The one warning of a failure: what broke (a peer, a connection, a timeout) is in its error.
+  if (failed.status != COHORT_ERR_ABORTED) COHORT_LOG_WARN(COLL, "%s", failed.error.c_str());
   if (!failed.told) transports_.announce(tl::Notice::make(info_.rank, failed.status, failed.error));
   stop_status_ =
       failed.status == COHORT_ERR_ABORTED ? COHORT_ERR_ABORTED : COHORT_ERR_INVALID_USAGE;

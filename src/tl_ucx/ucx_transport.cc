@@ -93,7 +93,6 @@ class UcxTransport final : public tl::Transport {
 UcxTransport::~UcxTransport() {
   if (!worker_) return;
   std::lock_guard<std::mutex> lock(worker_->mutex());
-  for (int r : connected_) --endpoints_[r]->users;  // this team no longer uses them
   if (notice_request_ != nullptr) {
     ucp_request_cancel(worker_->handle(), notice_request_);
     const int64_t deadline = deadline_after(kAnnounceSeconds);
@@ -210,7 +209,6 @@ Status UcxTransport::connect_rank(int r) {
   if (to_[r]) return COHORT_SUCCESS;
   Status s = worker_->endpoint(remotes_[r].address, describe_(r), &endpoints_[r]);
   if (is_error(s)) return s;
-  ++endpoints_[r]->users;
   to_[r] = std::make_unique<SendChannel>(*worker_, *endpoints_[r],
                                          make_tag(remotes_[r].team_id, rank_), direct_min_);
   from_[r] =

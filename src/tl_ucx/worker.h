@@ -42,9 +42,6 @@ struct Endpoint {
   ucp_ep_h ep = nullptr;
   std::string who;               // names the peer in messages: "rank 3 (host b, pid 42)"
   ucs_status_t status = UCS_OK;  // the failure UCX reported
-  // Teams alive that use it: a failure with none (a peer that left after its team ended, as
-  // every rank but the last does at the end of a job) is logged at INFO, not as a warning.
-  int users = 0;
   // COHORT_SUCCESS, or COHORT_ERR_SYSTEM: "UCX connection to <who> failed: <reason>".
   Status failure() const;
   // What UCX's error callback does (also how tests inject a failure): marks it failed, once.
