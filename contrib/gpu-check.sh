@@ -11,7 +11,8 @@
 # Open MPI component (its overhead over Cohort's API on device buffers, its CUDA-driver unit
 # tests, the C and Fortran component tests against Open MPI's own modules on host and device
 # memory (COLL_TEST_COUNTS, passed on, sets the C test's counts), the side-by-side bench).
-# GPU_CHECK_ONLY=component runs only the last part,
+# GPU_CHECK_ONLY=component runs only the last part (GPU_CHECK_OVERHEAD=0: without the overhead
+# against the API),
 # GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks), GPU_CHECK_ONLY=perf
 # only their performance against NCCL and the roofline (perf_checks).
 # BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
@@ -157,7 +158,7 @@ if [ "${GPU_CHECK_ONLY:-}" = gpu ]; then
   exit 0
 fi
 if [ "${GPU_CHECK_ONLY:-}" = component ]; then
-  component_overhead
+  [ "${GPU_CHECK_OVERHEAD:-1}" = 1 ] && component_overhead  # GPU_CHECK_OVERHEAD=0: skipped
   component_checks
   exit 0
 fi
