@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "coll/call.h"
 #include "cohort.h"
 
 namespace cohort::coll {
@@ -52,27 +53,6 @@ struct Action {
   int peer = -1;  // team rank, for sends and receives
   Span dst;
   Span src;
-};
-
-enum class Collective : uint8_t {
-  kAllreduce,
-  kReduce,
-  kBroadcast,
-  kAllgather,
-  kReduceScatter,
-  kAlltoall,
-  kBarrier,
-  kGather,
-  kScatter,
-  kScan,
-  kExscan,
-  // The v-variants: the same schedules over per-rank blocks (CollArgs::layouts).
-  kAllgatherv,
-  kAlltoallv,
-  kGatherv,
-  kScatterv,
-  kReduceScatterv,
-  kCount
 };
 
 const char *collective_name(Collective c);  // "allreduce", "reduce_scatter", ...
@@ -158,22 +138,6 @@ class Algorithm {
   }
 
   const CollArgs args_;
-};
-
-// What an algorithm is, whatever its collective: what code that runs algorithms itself (the
-// device transport) dispatches on, instead of comparing names.
-enum class AlgorithmId : uint8_t {
-  kRing,
-  kDirect,
-  kHier,
-  kChain,
-  kPairwise,
-  kDissemination,
-  kOneShot,    // GPU: every rank's data into every window, one handshake
-  kTwoShot,    // GPU allreduce: reduce-scatter + allgather through the windows
-  kPipelined,  // GPU: steps through the chunk inboxes
-  kZeroCopy,   // GPU: registered buffers reached in place
-  kFlags,      // GPU barrier
 };
 
 // A registered algorithm: what cohort_info prints and the tuning table names.

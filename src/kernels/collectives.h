@@ -1,6 +1,7 @@
-// Broadcast, reduce, allgather, reduce-scatter, alltoall and barrier among the local ranks of
-// a team, over their windows (device_team.h): what tl_gpu launches besides allreduce
-// (allreduce.h, which launches through here too).  Nothing of Cohort's host side.
+// Allreduce, broadcast, reduce, allgather, reduce-scatter, alltoall and barrier among the local
+// ranks of a team, over their windows (device_team.h): what tl_gpu launches, every collective
+// through launch_collective (allreduce.h names allreduce's algorithms for the kernel tests and
+// launches through here too).  Nothing of Cohort's host side.
 //
 // As allreduce: one kernel on `stream`, nothing allocated, no host callback (a CUDA graph may
 // capture it); every local rank launches the same calls (same kind, count, dtype, op, root,
@@ -23,7 +24,7 @@ enum class CollKind : int {
   kReduceScatter,
   kAlltoall,
   kBarrier,
-  kAllreduce,  // allreduce.h's launch_allreduce is the way in (its algorithm names)
+  kAllreduce,  // kPipelined is allreduce.h's two-shot (allreduce.h: the same launch, its names)
 };
 
 enum class CollAlgo : int {

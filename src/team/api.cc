@@ -458,8 +458,10 @@ cohort_status_t cohort_team_plan_tree(cohort_team_t handle, int channel, int *up
 }
 
 // The C API's collectives: `handle` is the team, `request` (posted ones) the output.
-#define COHORT_CALL(collective, src, dst, count, dtype, op, root) \
-  cohort::CollCall { cohort::coll::Collective::collective, src, dst, count, dtype, op, root }
+#define COHORT_CALL(collective, src, dst, count, dtype, op, root)              \
+  cohort::CollCall {                                                           \
+    { cohort::coll::Collective::collective, src, dst, count, dtype, op, root } \
+  }
 #define COHORT_RUN(call, ...) cohort::run_collective(call, handle, COHORT_CALL(__VA_ARGS__))
 #define COHORT_POSTED(call, ...) \
   cohort::post_collective(call, handle, COHORT_CALL(__VA_ARGS__), request)

@@ -10,7 +10,7 @@ using cohort::coll::Collective;
 
 CollCall vcall(Collective collective, const void *src, void *dst, size_t count,
                cohort_dtype_t dtype, cohort_op_t op, int root, VArrays arrays) {
-  return CollCall{collective, src, dst, count, dtype, op, root, arrays};
+  return CollCall{{collective, src, dst, count, dtype, op, root}, arrays};
 }
 
 CollCall allgatherv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,

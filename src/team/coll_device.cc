@@ -16,17 +16,10 @@ Status CollFront::run_on_device(const CollCall &call, const coll::SelectRule &ru
                  "without CUDA",
                  name);
   }
-  tl::DeviceCall device_call;
-  device_call.collective = call.collective;
-  device_call.src = call.src;
-  device_call.dst = call.dst;
-  device_call.count = call.count;
-  device_call.dtype = call.dtype;
-  device_call.op = call.op;
-  device_call.root = call.root;
-  device_call.algorithm = rule.algorithm->id;
+  coll::Call chosen = call;  // the call's record, completed with the selection's algorithm
+  chosen.algorithm = rule.algorithm->id;
   void *target = blocking ? nullptr : (stream != nullptr ? stream : tl::kLegacyDefaultStream);
-  Status s = device_->enqueue(device_call, target);
+  Status s = device_->enqueue(chosen, target);
   if (!is_error(s) && blocking) s = device_->synchronize(nullptr, timeout_s_);
   if (s == COHORT_ERR_TIMEOUT || s == COHORT_ERR_ABORTED) {
     // The kernels of this team stopped mid-exchange: its windows hold a partial one.

@@ -27,15 +27,9 @@ struct VArrays {
   const size_t *recv_displs = nullptr;
 };
 
-// One collective call as cohort.h takes it.
-struct CollCall {
-  coll::Collective collective = coll::Collective::kBarrier;
-  const void *src = nullptr;
-  void *dst = nullptr;
-  size_t count = 0;
-  cohort_dtype_t dtype = COHORT_INT8;
-  cohort_op_t op = COHORT_SUM;
-  int root = 0;
+// One collective call as cohort.h takes it: the call record (coll/call.h), and a v-variant's
+// arrays, which only the checks read (they copy them into the schedule's layouts).
+struct CollCall : coll::Call {
   VArrays arrays{};  // v-variants; `count` is gatherv's sendcount, scatterv's recvcount
 };
 

@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <string>
 
-#include "coll/select.h"
+#include "coll/call.h"
 #include "core/status.h"
 #include "tl/transport.h"
 
@@ -26,18 +26,6 @@ namespace cohort::tl {
 
 // cudaStreamLegacy: CUDA's default stream, for a caller that passed a null stream.
 inline void *const kLegacyDefaultStream = reinterpret_cast<void *>(0x1);
-
-// One collective on device memory as the transport runs it.
-struct DeviceCall {
-  coll::Collective collective = coll::Collective::kAllreduce;
-  const void *src = nullptr;
-  void *dst = nullptr;
-  size_t count = 0;  // elements per rank (cohort.h's count)
-  cohort_dtype_t dtype = COHORT_FLOAT32;
-  cohort_op_t op = COHORT_SUM;
-  int root = 0;
-  coll::AlgorithmId algorithm = coll::AlgorithmId::kPipelined;  // the selection table's choice
-};
 
 class DeviceTransport {
  public:
@@ -51,9 +39,10 @@ class DeviceTransport {
   virtual Status post(const TeamView &team, void *record) = 0;
   virtual Status connect(const TeamView &team, const RecordTable &records) = 0;
 
-  // COHORT_ERR_NOT_SUPPORTED naming what is missing when `call` cannot run here (an algorithm
-  // this transport lacks, a size over its limit); else enqueues it on `stream`.
-  virtual Status enqueue(const DeviceCall &call, void *stream) = 0;
+  // COHORT_ERR_NOT_SUPPORTED naming what is missing when `call` (its algorithm set by the
+  // selection) cannot run here (an algorithm this transport lacks, a size over its limit);
+  // else enqueues it on `stream`.
+  virtual Status enqueue(const coll::Call &call, void *stream) = 0;
   // Waits until `stream`'s work is done; COHORT_ERR_TIMEOUT naming the peer a kernel waited
   // for past `timeout_s`, COHORT_ERR_ABORTED after abort(), COHORT_ERR_CUDA for CUDA's errors.
   virtual Status synchronize(void *stream, double timeout_s) = 0;

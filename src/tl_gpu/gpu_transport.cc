@@ -102,7 +102,7 @@ class GpuTransport final : public tl::DeviceTransport {
   size_t record_bytes(const tl::TeamView &) const override { return sizeof(SetupRecord); }
   Status post(const tl::TeamView &team, void *record) override;
   Status connect(const tl::TeamView &team, const tl::RecordTable &records) override;
-  Status enqueue(const tl::DeviceCall &call, void *stream) override;
+  Status enqueue(const coll::Call &call, void *stream) override;
   Status synchronize(void *stream, double timeout_s) override;
   Status fault() const override;
   void abort() override;
@@ -121,7 +121,7 @@ class GpuTransport final : public tl::DeviceTransport {
   std::string reach_problem(const tl::TeamView &team,
                             const std::vector<SetupRecord> &records) const;
   Status map_peers(const tl::TeamView &team, const std::vector<SetupRecord> &records);
-  Status unavailable(const tl::DeviceCall &call) const;
+  Status unavailable(const coll::Call &call) const;
   Status order_after_last(cudaStream_t stream, bool capturing);
   Status launched(cudaStream_t stream, bool capturing);
   void release();
@@ -381,7 +381,7 @@ Status GpuTransport::map_peers(const tl::TeamView &team, const std::vector<Setup
   return COHORT_SUCCESS;
 }
 
-Status GpuTransport::unavailable(const tl::DeviceCall &call) const {
+Status GpuTransport::unavailable(const coll::Call &call) const {
   const char *name = coll::collective_name(call.collective);
   if (!active_) {
     return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: %s", name,
@@ -396,7 +396,7 @@ Status GpuTransport::unavailable(const tl::DeviceCall &call) const {
   return COHORT_SUCCESS;
 }
 
-Status GpuTransport::enqueue(const tl::DeviceCall &call, void *stream) {
+Status GpuTransport::enqueue(const coll::Call &call, void *stream) {
   Status s = unavailable(call);
   if (is_error(s)) return s;
   if (s = fault(); is_error(s)) return s;

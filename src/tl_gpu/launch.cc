@@ -1,9 +1,8 @@
-// launch.h: from a DeviceCall to the launch of its kernel.
+// launch.h: from the call's record to its kernel's parameters and launch.
 #include "tl_gpu/launch.h"
 
 #include <algorithm>
 
-#include "kernels/allreduce.h"
 #include "kernels/collectives.h"
 #include "tl_gpu/cuda_call.h"
 
@@ -22,12 +21,13 @@ bool kind_of(Collective c, k::CollKind *kind) {
     case Collective::kReduceScatter: *kind = k::CollKind::kReduceScatter; return true;
     case Collective::kAlltoall: *kind = k::CollKind::kAlltoall; return true;
     case Collective::kBarrier: *kind = k::CollKind::kBarrier; return true;
+    case Collective::kAllreduce: *kind = k::CollKind::kAllreduce; return true;
     default: return false;
   }
 }
 
 // A team of one GPU rank: every collective's result is its input (a barrier is nothing).
-Status copy_alone(const tl::DeviceCall &call, cudaStream_t stream) {
+Status copy_alone(const coll::Call &call, cudaStream_t stream) {
   const size_t bytes = call.count * k::dtype_size(static_cast<k::DType>(call.dtype));
   if (call.collective == Collective::kBarrier || call.src == call.dst || bytes == 0) {
     return COHORT_SUCCESS;
@@ -36,7 +36,7 @@ Status copy_alone(const tl::DeviceCall &call, cudaStream_t stream) {
                      "copying a one-rank collective's input on the GPU");
 }
 
-Status too_big_for_oneshot(const tl::DeviceCall &call, size_t bytes) {
+Status too_big_for_oneshot(const coll::Call &call, size_t bytes) {
   return failf(COHORT_ERR_INVALID_ARG,
                "%s on GPU device memory: algorithm oneshot takes at most %zu bytes per rank, this "
                "call has %zu (check COHORT_COLL_ALGO)",
@@ -52,8 +52,8 @@ struct Choice {
   k::BufferRef src, dst;
 };
 
-Choice choose(const k::DeviceTeam &team, const Registrations &registered,
-              const tl::DeviceCall &call, size_t src_bytes, size_t dst_bytes) {
+Choice choose(const k::DeviceTeam &team, const Registrations &registered, const coll::Call &call,
+              size_t src_bytes, size_t dst_bytes) {
   Choice c;
   c.oneshot = call.algorithm == coll::AlgorithmId::kOneShot;
   c.zerocopy = call.algorithm == coll::AlgorithmId::kZeroCopy && team.registered != nullptr;
@@ -64,76 +64,57 @@ Choice choose(const k::DeviceTeam &team, const Registrations &registered,
   return c;
 }
 
-// The fields every kernel's arguments (AllreduceArgs, CollArgs) take straight from the call.
-template <class Args>
-void take_call(const k::DeviceTeam &team, const tl::DeviceCall &call, Args *args) {
-  args->team = team;
-  args->src = call.src;
-  args->dst = call.dst;
-  args->count = call.count;
-  args->dtype = static_cast<k::DType>(call.dtype);
-  args->op = static_cast<k::RedOp>(call.op);
-}
-
-// The choice in the kernel's own algorithm enum, with where the buffers lie; a one-shot call
+// The selection's algorithm in the kernels' terms, with where the buffers lie; a one-shot call
 // whose `bytes` per rank exceed the one-shot area is refused.
-template <class Args, class Algo>
-Status take_choice(const Choice &choice, Algo oneshot, Algo zerocopy, Algo otherwise,
-                   const tl::DeviceCall &call, size_t bytes, Args *args) {
-  args->algo = choice.oneshot ? oneshot : choice.zerocopy ? zerocopy : otherwise;
+Status take_choice(const Choice &choice, const coll::Call &call, size_t bytes, k::CollArgs *args) {
+  args->algo = choice.oneshot    ? k::CollAlgo::kOneShot
+               : choice.zerocopy ? k::CollAlgo::kZeroCopy
+                                 : k::CollAlgo::kPipelined;  // allreduce: two-shot
   args->src_ref = choice.src;
   args->dst_ref = choice.dst;
   if (choice.oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
   return COHORT_SUCCESS;
 }
 
-Status launch_allreduce(const k::DeviceTeam &team, const Registrations &registered,
-                        const tl::DeviceCall &call, cudaStream_t stream) {
-  k::AllreduceArgs args;
-  take_call(team, call, &args);
-  const size_t bytes = call.count * k::dtype_size(args.dtype);
-  const Status s =
-      take_choice(choose(team, registered, call, bytes, bytes), k::AllreduceAlgo::kOneShot,
-                  k::AllreduceAlgo::kZeroCopy, k::AllreduceAlgo::kTwoShot, call, bytes, &args);
-  if (is_error(s)) return s;
-  return cuda_status(k::launch_allreduce(args, stream), "launching allreduce on the GPU");
-}
+}  // namespace
 
-Status launch_other(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
-                    const Registrations &registered, const tl::DeviceCall &call,
-                    cudaStream_t stream) {
-  k::CollArgs args;
-  if (!kind_of(call.collective, &args.kind)) {
+// The kernel's parameters: the call's arguments, the root as a local rank, the algorithm.
+Status kernel_args(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
+                   const Registrations &registered, const coll::Call &call, k::CollArgs *args) {
+  if (!kind_of(call.collective, &args->kind)) {
     return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: no GPU kernel for it",
                  coll::collective_name(call.collective));
   }
-  take_call(team, call, &args);
-  const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
-  args.root = static_cast<int>(root - local_ranks.begin());
-  // Bytes of each buffer: a block per rank on the side that holds every rank's.
-  const size_t bytes = call.count * k::dtype_size(args.dtype);
+  args->team = team;
+  args->src = call.src;
+  args->dst = call.dst;
+  args->count = call.count;
+  args->dtype = static_cast<k::DType>(call.dtype);
+  args->op = static_cast<k::RedOp>(call.op);
+  if (args->kind == k::CollKind::kBroadcast || args->kind == k::CollKind::kReduce) {
+    const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
+    args->root = static_cast<int>(root - local_ranks.begin());
+  }
+  // Bytes of each buffer: allreduce's are one message; otherwise a block per rank on the side
+  // that holds every rank's.
+  const size_t bytes = call.count * k::dtype_size(args->dtype);
   const size_t all = bytes * static_cast<size_t>(team.size);
+  const bool one = args->kind == k::CollKind::kAllreduce;
   const Choice choice =
-      choose(team, registered, call, args.kind == k::CollKind::kAllgather ? bytes : all,
-             args.kind == k::CollKind::kReduceScatter ? bytes : all);
-  const Status s = take_choice(choice, k::CollAlgo::kOneShot, k::CollAlgo::kZeroCopy,
-                               k::CollAlgo::kPipelined, call, bytes, &args);
+      choose(team, registered, call, one || args->kind == k::CollKind::kAllgather ? bytes : all,
+             one || args->kind == k::CollKind::kReduceScatter ? bytes : all);
+  return take_choice(choice, call, bytes, args);
+}
+
+Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
+                   const Registrations &registered, const coll::Call &call, cudaStream_t stream) {
+  if (team.size == 1) return copy_alone(call, stream);
+  k::CollArgs args;
+  const Status s = kernel_args(team, local_ranks, registered, call, &args);
   if (is_error(s)) return s;
   std::string what =
       std::string("launching ") + coll::collective_name(call.collective) + " on the GPU";
   return cuda_status(k::launch_collective(args, stream), what.c_str());
-}
-
-}  // namespace
-
-Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
-                   const Registrations &registered, const tl::DeviceCall &call,
-                   cudaStream_t stream) {
-  if (team.size == 1) return copy_alone(call, stream);
-  if (call.collective == Collective::kAllreduce) {
-    return launch_allreduce(team, registered, call, stream);
-  }
-  return launch_other(team, local_ranks, registered, call, stream);
 }
 
 }  // namespace cohort::tl_gpu
