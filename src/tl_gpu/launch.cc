@@ -43,36 +43,24 @@ Status too_big_for_oneshot(const coll::Call &call, size_t bytes) {
                coll::collective_name(call.collective), k::kOneShotBytes, bytes);
 }
 
-// The kernels' algorithm for the selection's choice: zero-copy only on a team that registered
+// The selection's algorithm in the kernels' terms: zero-copy only on a team that registered
 // buffers (the same answer on every rank), with where this rank's src and dst (of src_bytes
-// and dst_bytes) lie among its registrations.
-struct Choice {
-  bool oneshot = false;
-  bool zerocopy = false;
-  k::BufferRef src, dst;
-};
-
-Choice choose(const k::DeviceTeam &team, const Registrations &registered, const coll::Call &call,
-              size_t src_bytes, size_t dst_bytes) {
-  Choice c;
-  c.oneshot = call.algorithm == coll::AlgorithmId::kOneShot;
-  c.zerocopy = call.algorithm == coll::AlgorithmId::kZeroCopy && team.registered != nullptr;
-  if (c.zerocopy) {
-    c.src = registered.find(call.src, src_bytes);
-    c.dst = registered.find(call.dst, dst_bytes);
+// and dst_bytes) lie among its registrations; a one-shot call whose `bytes` per rank exceed
+// the one-shot area is refused.
+Status take_algorithm(const k::DeviceTeam &team, const Registrations &registered,
+                      const coll::Call &call, size_t src_bytes, size_t dst_bytes, size_t bytes,
+                      k::CollArgs *args) {
+  const bool oneshot = call.algorithm == coll::AlgorithmId::kOneShot;
+  const bool zerocopy =
+      call.algorithm == coll::AlgorithmId::kZeroCopy && team.registered != nullptr;
+  args->algo = oneshot    ? k::CollAlgo::kOneShot
+               : zerocopy ? k::CollAlgo::kZeroCopy
+                          : k::CollAlgo::kPipelined;  // allreduce: two-shot
+  if (zerocopy) {
+    args->src_ref = registered.find(call.src, src_bytes);
+    args->dst_ref = registered.find(call.dst, dst_bytes);
   }
-  return c;
-}
-
-// The selection's algorithm in the kernels' terms, with where the buffers lie; a one-shot call
-// whose `bytes` per rank exceed the one-shot area is refused.
-Status take_choice(const Choice &choice, const coll::Call &call, size_t bytes, k::CollArgs *args) {
-  args->algo = choice.oneshot    ? k::CollAlgo::kOneShot
-               : choice.zerocopy ? k::CollAlgo::kZeroCopy
-                                 : k::CollAlgo::kPipelined;  // allreduce: two-shot
-  args->src_ref = choice.src;
-  args->dst_ref = choice.dst;
-  if (choice.oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
   return COHORT_SUCCESS;
 }
 
@@ -100,10 +88,9 @@ Status kernel_args(const k::DeviceTeam &team, const std::vector<int> &local_rank
   const size_t bytes = call.count * k::dtype_size(args->dtype);
   const size_t all = bytes * static_cast<size_t>(team.size);
   const bool one = args->kind == k::CollKind::kAllreduce;
-  const Choice choice =
-      choose(team, registered, call, one || args->kind == k::CollKind::kAllgather ? bytes : all,
-             one || args->kind == k::CollKind::kReduceScatter ? bytes : all);
-  return take_choice(choice, call, bytes, args);
+  return take_algorithm(
+      team, registered, call, one || args->kind == k::CollKind::kAllgather ? bytes : all,
+      one || args->kind == k::CollKind::kReduceScatter ? bytes : all, bytes, args);
 }
 
 Status launch_call(const k::DeviceTeam &team, const std::vector<int> &local_ranks,
