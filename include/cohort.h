@@ -475,8 +475,10 @@ COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
  * run on the team's own stream and wait for it).  A kernel that waits for a peer longer than
  * COHORT_COLL_TIMEOUT, or whose team was aborted (cohort_team_abort on any rank), ends; the
  * next call on the team returns COHORT_ERR_TIMEOUT / COHORT_ERR_ABORTED naming the call and
- * the peer.  The GPU runs collectives among the ranks of one host so far (a team spanning
- * hosts gets COHORT_ERR_NOT_SUPPORTED saying so). */
+ * the peer.  A team that spans hosts (or whose GPUs on one host lack peer access) runs them
+ * through page-locked host memory: the stream copies each piece of the buffers out and back,
+ * and Cohort's progress thread carries it over the host path in between (no host thread of
+ * the caller's waits; capturing such a call into a CUDA graph is refused so far). */
 COHORT_API cohort_status_t cohort_allreduce_stream(cohort_team_t team, const void *sendbuf,
                                                    void *recvbuf, size_t count,
                                                    cohort_dtype_t dtype, cohort_op_t op,

@@ -63,4 +63,20 @@ struct Call {
   AlgorithmId algorithm = AlgorithmId::kRing;
 };
 
+// Which buffers a rank uses: the root alone reads broadcast's and scatter's input and writes
+// reduce's and gather's output; exscan leaves rank 0's output alone.
+inline bool uses_src(const Call &c, int rank) {
+  const bool root_only = c.collective == Collective::kBroadcast ||
+                         c.collective == Collective::kScatter ||
+                         c.collective == Collective::kScatterv;
+  return c.collective != Collective::kBarrier && (!root_only || c.root == rank);
+}
+inline bool uses_dst(const Call &c, int rank) {
+  if (c.collective == Collective::kExscan) return rank != 0;
+  const bool root_only = c.collective == Collective::kReduce ||
+                         c.collective == Collective::kGather ||
+                         c.collective == Collective::kGatherv;
+  return c.collective != Collective::kBarrier && (!root_only || c.root == rank);
+}
+
 }  // namespace cohort::coll

@@ -24,6 +24,7 @@ constexpr ParamRange kTimeout{0.001, 7 * kDay};
 constexpr ParamRange kSearchWork{1, 1e12};
 constexpr ParamRange kMailboxBytes{64, kGiB, true};
 constexpr ParamRange kMessageBytes{0, kTiB};
+constexpr ParamRange kStagedChunk{4096, kGiB, true};
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -70,6 +71,10 @@ const std::vector<ParamSpec> kParams = {
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", kTimeout,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
+    {"STAGED_CHUNK_BYTES", ParamType::kInt, "2097152", "bytes", "", kStagedChunk,
+     "collectives on device memory that run through host memory (a team across hosts): "
+     "allreduce, reduce and broadcast go in pieces of this size (a power of two), so that "
+     "copies overlap the wire.  Every rank of a team must set the same"},
     {"COLL_ALGO", ParamType::kString, "", "", "", kAny,
      "algorithm rules in front of the defaults: COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS];"
      "... with memory KINDS joined by + (host, cuda-host, cuda-managed, cuda-device), LO/HI bytes "

@@ -38,22 +38,6 @@ bool host_only(coll::Collective c) {
          coll::is_vcollective(c);
 }
 
-// Which buffers a rank uses: the root alone reads broadcast's and scatter's input and writes
-// reduce's and gather's output; exscan leaves rank 0's output alone.
-bool needs_src(const CollCall &c, int rank) {
-  const bool root_only = c.collective == coll::Collective::kBroadcast ||
-                         c.collective == coll::Collective::kScatter ||
-                         c.collective == coll::Collective::kScatterv;
-  return !root_only || c.root == rank;
-}
-bool needs_dst(const CollCall &c, int rank) {
-  if (c.collective == coll::Collective::kExscan) return rank != 0;
-  const bool root_only = c.collective == coll::Collective::kReduce ||
-                         c.collective == coll::Collective::kGather ||
-                         c.collective == coll::Collective::kGatherv;
-  return !root_only || c.root == rank;
-}
-
 // The most host-like kind that still describes both buffers (device beats managed beats
 // pinned beats pageable); mixing device memory with any other is refused.
 Status call_memory(const char *what, const void *src, const void *dst, cohort_memory_kind_t *out) {
@@ -89,7 +73,7 @@ bool in_place(const CollCall &c, int rank, size_t elem) {
 // The uniform collectives' buffers: NULL only where unused (or nothing moves).
 Status check_buffers(const CollCall &c, int rank, size_t elem, coll::CollArgs *args) {
   if (c.count == 0) return COHORT_SUCCESS;
-  const bool src_used = needs_src(c, rank), dst_used = needs_dst(c, rank);
+  const bool src_used = coll::uses_src(c, rank), dst_used = coll::uses_dst(c, rank);
   if ((src_used && c.src == nullptr) || (dst_used && c.dst == nullptr)) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s is NULL with count %zu",
                  coll::collective_name(c.collective),
@@ -150,7 +134,7 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   const bool vcall = coll::is_vcollective(c.collective);
   s = vcall ? check_vcall(c, args) : check_buffers(c, info_.rank, elem, args);
   if (is_error(s) || (!vcall && c.count == 0)) return s;
-  const bool src_used = needs_src(c, info_.rank), dst_used = needs_dst(c, info_.rank);
+  const bool src_used = coll::uses_src(c, info_.rank), dst_used = coll::uses_dst(c, info_.rank);
   s = call_memory(name, src_used ? c.src : nullptr, dst_used ? c.dst : nullptr, &args->memory);
   if (is_error(s) || !host_only(c.collective) || args->memory != COHORT_MEMORY_CUDA_DEVICE)
     return s;

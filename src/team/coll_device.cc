@@ -9,6 +9,7 @@ namespace cohort {
 
 Status CollFront::run_on_device(const CollCall &call, const coll::SelectRule &rule, void *stream,
                                 bool blocking) {
+  if (staged()) return run_staged(call, stream, blocking);
   const char *name = coll::collective_name(call.collective);
   if (!device_) {
     return failf(COHORT_ERR_NOT_SUPPORTED,

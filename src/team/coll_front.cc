@@ -22,7 +22,10 @@ Status CollFront::configure() {
   Status s = param_string("COLL_ALGO", &selection_text_);
   if (!is_error(s)) s = coll::Selection::parse(selection_text_, &selection_);
   if (!is_error(s)) s = param_double("COLL_TIMEOUT", &timeout_s_);
+  int64_t chunk = 0;
+  if (!is_error(s)) s = param_int("STAGED_CHUNK_BYTES", &chunk);
   if (is_error(s)) return s;
+  chunk_bytes_ = static_cast<size_t>(chunk);
   // A message from a peer of this host takes well under a microsecond: poll that long before
   // yielding, unless ranks share cores (then spinning only delays the peer that must run).
   cpu_set_t cpus;
@@ -33,7 +36,10 @@ Status CollFront::configure() {
   return COHORT_SUCCESS;
 }
 
-std::string CollFront::settings() const { return "COHORT_COLL_ALGO='" + selection_text_ + "'"; }
+std::string CollFront::settings() const {
+  return "COHORT_COLL_ALGO='" + selection_text_ +
+         "' COHORT_STAGED_CHUNK_BYTES=" + std::to_string(chunk_bytes_);
+}
 
 Status CollFront::run(const CollCall &call) {
   coll::CollArgs args;
@@ -148,6 +154,14 @@ void CollFront::queue(const CollCall &call, const coll::CollArgs &args,
   r.buffers.user.clear();
   r.dtype = call.dtype;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (r.gate) ++staged_queued_;
+  if (stopped_ || !stop_reason_.empty()) {  // stopped since the call was checked
+    r.status = stop_reason_.empty() ? COHORT_ERR_ABORTED : stop_status_;
+    r.error = strprintf("%s on team '%s' not run: %s", r.what, info_.name.c_str(),
+                        stop_reason_.empty() ? "the team stopped" : stop_reason_.c_str());
+    ended(r);
+    return;
+  }
   queue_.push_back(request);
 }
 
@@ -167,18 +181,37 @@ Status CollFront::wait(const std::shared_ptr<CollRequest> &request) {
   }
 }
 
-// Polls the head of the queue once, and starts the next as each finishes.
-void CollFront::progress_requests() {
+// Polls the head of the queue once, and starts the next as each finishes; a gated head waits
+// for its gate.  True when bytes moved or a request ended.
+bool CollFront::progress_requests() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopped_) return;  // stop() ended every request; the transports may be gone
+  if (stopped_) return false;  // stop() ended every request; the transports may be gone
   TransportSet::Lock serial(transports_);
+  bool moved = false;
   while (!queue_.empty()) {
-    CollRequest &head = *queue_.front();
-    advance(head);
-    if (head.status == COHORT_IN_PROGRESS) return;
+    const std::shared_ptr<CollRequest> head = queue_.front();
+    if (!head->started && head->gate && !head->gate->open()) return moved;
+    advance(*head);
+    moved = moved || head->moved;
+    if (head->status == COHORT_IN_PROGRESS) return moved;
+    moved = true;
     queue_.pop_front();
-    if (is_error(head.status)) fail_queued(head);
+    ended(*head);
+    if (is_error(head->status)) fail_queued(*head);
   }
+  return moved;
+}
+
+bool CollFront::progress_staged(bool *moved) {
+  *moved = progress_requests();
+  return staged_queued_.load() > 0 && !stopped_;
+}
+
+void CollFront::ended(CollRequest &r) {
+  if (!r.gate) return;
+  r.gate->end(r.status);
+  r.gate.reset();
+  --staged_queued_;
 }
 
 void CollFront::start(CollRequest &r) {
@@ -291,6 +324,7 @@ void CollFront::fail_queued(const CollRequest &failed) {
     r->status = stop_status_;
     r->error = strprintf("not run: an earlier collective on team '%s' failed: %s",
                          info_.name.c_str(), failed.error.c_str());
+    ended(*r);
   }
   queue_.clear();
 }
@@ -309,6 +343,7 @@ void CollFront::stop(Status status, const std::string &why, bool announce) {
   for (const std::shared_ptr<CollRequest> &r : queue_) {
     r->status = status;
     r->error = strprintf("%s on team '%s' ended: %s", r->what, info_.name.c_str(), why.c_str());
+    ended(*r);
   }
   queue_.clear();
 }

@@ -13,6 +13,8 @@
 
 #include "coll/select.h"
 #include "team/coll_request.h"
+#include "team/staged_plan.h"
+#include "team/staging.h"
 #include "team/team_info.h"
 #include "team/transport_set.h"
 #include "tl/device_transport.h"
@@ -50,6 +52,9 @@ class CollFront {
   CollFront(const TeamInfo &info, TransportSet &transports,
             const std::unique_ptr<tl::DeviceTransport> &device)
       : info_(info), transports_(transports), device_(device) {}
+  ~CollFront();  // the progress engine lets go of it first
+  CollFront(const CollFront &) = delete;
+  CollFront &operator=(const CollFront &) = delete;
 
   // Connect phase: COHORT_COLL_ALGO, COHORT_COLL_TIMEOUT and how long to poll before yielding.
   Status configure();
@@ -75,6 +80,13 @@ class CollFront {
   Status test(const std::shared_ptr<CollRequest> &request);
   Status wait(const std::shared_ptr<CollRequest> &request);
 
+  // Before the team goes away: collectives through host memory still queued run to their
+  // end (or their timeout), so that calls a stream holds complete (coll_staged.cc).
+  void finish_staged();
+  // The progress engine's poll (progress_engine.h): the queue moved on once (*moved: bytes
+  // moved or a request ended); false once nothing staged is queued.
+  bool progress_staged(bool *moved);
+
   // Ends every queued request with `status` and refuses later calls; with `announce`, tells
   // every peer first (this rank aborted the team).  Returns once no poll runs any more.
   void stop(Status status, const std::string &why, bool announce);
@@ -89,7 +101,22 @@ class CollFront {
   // transport's own stream and waited for (coll_device.cc).
   Status run_on_device(const CollCall &call, const coll::SelectRule &rule, void *stream,
                        bool blocking);
-  void progress_requests();
+  // Device memory through host memory (coll_staged.cc): on a team that spans hosts, or one
+  // whose GPUs the device transport does not serve.
+  struct StagedRun {  // one piece's host collective
+    CollCall call;
+    coll::CollArgs args;
+    const coll::SelectRule *rule = nullptr;
+    std::shared_ptr<CollRequest> request;
+  };
+  bool staged() const;
+  std::string staged_reason() const;
+  Status run_staged(const CollCall &call, void *stream, bool blocking);
+  Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
+  Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
+  Status wait_staged(const std::vector<StagedRun> &runs, void *stream);
+  bool progress_requests();
+  void ended(CollRequest &r);  // a request left the queue: its gate hears it
   void advance(CollRequest &r);
   void start(CollRequest &r);
   void idle(CollRequest &r);
@@ -107,13 +134,16 @@ class CollFront {
   coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults
   std::string selection_text_;
   double timeout_s_ = 600;    // COHORT_COLL_TIMEOUT
+  size_t chunk_bytes_ = 0;    // COHORT_STAGED_CHUNK_BYTES
   unsigned spins_ = 0;        // polls before yielding: only with a core per local rank
   mutable std::mutex mutex_;  // one poll of the queue at a time; stop() waits for it
   std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first
   std::shared_ptr<CollRequest> spare_;              // blocking calls' request, reused
   std::atomic<bool> stopped_{false};
+  std::atomic<int> staged_queued_{0};    // gated requests in the queue
   Status stop_status_ = COHORT_SUCCESS;  // why the team runs no more (under mutex_)
   std::string stop_reason_;
+  std::unique_ptr<Staging> staging_;  // at the first call through host memory
 };
 
 }  // namespace cohort

@@ -25,6 +25,16 @@ struct P2POp {
   int peer = 0;
 };
 
+// Holds a request back until something outside the team is ready for it (the stream that
+// copies a staged collective's input into host memory: coll_staged.cc), and hears its end.
+class RequestGate {
+ public:
+  virtual ~RequestGate() = default;
+  virtual bool open() const = 0;
+  // Once, however the request ended: done, failed, or ended unrun because the team stopped.
+  virtual void end(Status status) = 0;
+};
+
 struct CollRequest {
   const char *what = "";  // "allreduce", ..., "send/recv group": names it in messages
   std::unique_ptr<coll::Algorithm> algorithm;
@@ -40,8 +50,9 @@ struct CollRequest {
   int64_t idle_since_ns = 0;  // 0: not read since the last movement
   bool moved = false;         // the last poll moved bytes (a waiter resets its back-off)
   Status status = COHORT_IN_PROGRESS;
-  std::string error;  // the failure's message
-  bool told = false;  // ended by a peer's notice (so not announced again)
+  std::string error;                  // the failure's message
+  bool told = false;                  // ended by a peer's notice (so not announced again)
+  std::shared_ptr<RequestGate> gate;  // none for a call made on the host
 
   // Ready to be queued again (a blocking call reuses its request): the execution and the
   // scratch keep their memory.

@@ -166,9 +166,11 @@ Status TeamImpl::finish_failed(Status status) {
   return fail(status, error_);
 }
 
-// Frees everything in reverse order of creation: the collectives end first (none polls the
-// transports after stop()), then the transports, the creation in flight, the OOB.
+// Frees everything in reverse order of creation: the collectives end first (those a stream
+// holds through host memory run to their end, the rest stop; none polls the transports after
+// stop()), then the transports, the creation in flight, the OOB.
 void TeamImpl::release() {
+  parts_.colls.finish_staged();
   parts_.colls.stop(COHORT_ERR_ABORTED,
                     "team '" + parts_.config.name + "' went away before this collective finished",
                     false);

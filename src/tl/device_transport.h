@@ -35,6 +35,9 @@ class DeviceTransport {
   // Whether this team runs collectives on device memory, and if not why ("rank 2 (host h,
   // pid 7) has no GPU"): the same answer on every rank, decided from the view alone.
   virtual bool wanted(const TeamView &team, std::string *why) const = 0;
+  // After connect: whether this team's collectives on device memory run here (the same on
+  // every rank); when not, the team runs them through host memory (team/coll_staged.cc).
+  virtual bool active() const = 0;
   virtual size_t record_bytes(const TeamView &team) const = 0;
   virtual Status post(const TeamView &team, void *record) = 0;
   virtual Status connect(const TeamView &team, const RecordTable &records) = 0;

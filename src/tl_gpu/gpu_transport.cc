@@ -99,6 +99,7 @@ class GpuTransport final : public tl::DeviceTransport {
   ~GpuTransport() override;
   const char *name() const override { return "cuda-ipc"; }
   bool wanted(const tl::TeamView &team, std::string *why) const override;
+  bool active() const override { return active_; }
   size_t record_bytes(const tl::TeamView &) const override { return sizeof(SetupRecord); }
   Status post(const tl::TeamView &team, void *record) override;
   Status connect(const tl::TeamView &team, const tl::RecordTable &records) override;

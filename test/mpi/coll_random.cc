@@ -6,6 +6,9 @@
 // bytes around each output must stay untouched, and so must a non-root's reduce output.
 // Inputs are small integers, so every reduction is exact in every dtype (fp16 and bf16 are
 // reduced by MPI in float).  --per-node K puts ranks on fake hosts of K ranks (UCX between).
+// --memory device runs every case on device memory (the CUDA driver's, real or the tests' fake
+// one: test/ompi/fake_cuda.c), copied in before and out after; --stream N enqueues the calls
+// on N streams of its own in turn (the stream-ordered calls; each case waits for its stream).
 // Prints "coll_random: N collectives on P ranks, M mismatches, T s"; exits 1 on a mismatch.
 #include <mpi.h>
 
@@ -20,6 +23,7 @@
 
 #include "cohort.h"
 #include "cohort.hpp"
+#include "cuda_driver_test.h"
 #include "test_values.h"
 
 namespace {
@@ -44,6 +48,8 @@ struct Options {
   unsigned long long seed = 1;
   size_t max_count = 70000;
   int per_node = 0;
+  bool device = false;  // --memory device
+  int streams = 0;      // --stream N: stream-ordered calls on N streams
 };
 
 bool reduces(Kind k) { return k == kAllreduce || k == kReduce || k == kReduceScatter; }
@@ -123,7 +129,66 @@ void sizes(const Case &c, int size, size_t *in_n, size_t *out_n) {
   *out_n = blocks_out ? c.count * size : c.count;
 }
 
-cohort_status_t run_cohort(cohort_team_t team, const Case &c, Buffers &b, int rank) {
+// Device copies of a case's buffers (allocated once, for the largest case) and the streams.
+struct Device {
+  mpi_test::CudaDriver driver;
+  char *in = nullptr;
+  char *out = nullptr;
+  std::vector<void *> streams;
+  long calls = 0;
+};
+
+cohort_status_t call_cohort(cohort_team_t team, const Case &c, const void *send, void *recv,
+                            void *stream) {
+  if (stream != nullptr) {
+    switch (c.kind) {
+      case kAllreduce:
+        return cohort_allreduce_stream(team, send, recv, c.count, c.dtype, c.op, stream);
+      case kReduce:
+        return cohort_reduce_stream(team, send, recv, c.count, c.dtype, c.op, c.root, stream);
+      case kBroadcast:
+        return cohort_broadcast_stream(team, send, recv, c.count, c.dtype, c.root, stream);
+      case kAllgather: return cohort_allgather_stream(team, send, recv, c.count, c.dtype, stream);
+      case kReduceScatter:
+        return cohort_reduce_scatter_stream(team, send, recv, c.count, c.dtype, c.op, stream);
+      case kAlltoall: return cohort_alltoall_stream(team, send, recv, c.count, c.dtype, stream);
+      case kBarrier: return cohort_barrier_stream(team, stream);
+    }
+  }
+  switch (c.kind) {
+    case kAllreduce: return cohort_allreduce(team, send, recv, c.count, c.dtype, c.op);
+    case kReduce: return cohort_reduce(team, send, recv, c.count, c.dtype, c.op, c.root);
+    case kBroadcast: return cohort_broadcast(team, send, recv, c.count, c.dtype, c.root);
+    case kAllgather: return cohort_allgather(team, send, recv, c.count, c.dtype);
+    case kReduceScatter: return cohort_reduce_scatter(team, send, recv, c.count, c.dtype, c.op);
+    case kAlltoall: return cohort_alltoall(team, send, recv, c.count, c.dtype);
+    case kBarrier: return cohort_barrier(team);
+  }
+  return COHORT_ERR_INTERNAL;
+}
+
+// The call on device copies of the host buffers (same offsets), then the results copied back.
+cohort_status_t run_on_device(cohort_team_t team, const Case &c, Buffers &b, const void *send,
+                              void *recv, Device &d) {
+  auto moved = [&](const void *p) -> char * {
+    const char *q = static_cast<const char *>(p);
+    if (q >= b.in.data() && q < b.in.data() + b.in.size()) return d.in + (q - b.in.data());
+    return d.out + (q - b.out.data());
+  };
+  cohort_status_t s = cohort_memcpy(d.in, b.in.data(), b.in.size());
+  if (s == COHORT_SUCCESS) s = cohort_memcpy(d.out, b.out.data(), b.out.size());
+  if (s != COHORT_SUCCESS) return s;
+  void *stream = d.streams.empty() ? nullptr : d.streams[d.calls++ % d.streams.size()];
+  s = call_cohort(team, c, moved(send), moved(recv), stream);
+  if (s == COHORT_SUCCESS && stream != nullptr && d.driver.stream_sync(stream) != 0) {
+    return COHORT_ERR_CUDA;
+  }
+  if (s == COHORT_SUCCESS) s = cohort_memcpy(b.out.data(), d.out, b.out.size());
+  return s;
+}
+
+cohort_status_t run_cohort(cohort_team_t team, const Case &c, Buffers &b, int rank,
+                           Device *device) {
   const size_t e = b.elem;
   char *region = b.region();
   const void *send = b.in.data();
@@ -142,16 +207,8 @@ cohort_status_t run_cohort(cohort_team_t team, const Case &c, Buffers &b, int ra
       send = region;
     }
   }
-  switch (c.kind) {
-    case kAllreduce: return cohort_allreduce(team, send, recv, c.count, c.dtype, c.op);
-    case kReduce: return cohort_reduce(team, send, recv, c.count, c.dtype, c.op, c.root);
-    case kBroadcast: return cohort_broadcast(team, send, recv, c.count, c.dtype, c.root);
-    case kAllgather: return cohort_allgather(team, send, recv, c.count, c.dtype);
-    case kReduceScatter: return cohort_reduce_scatter(team, send, recv, c.count, c.dtype, c.op);
-    case kAlltoall: return cohort_alltoall(team, send, recv, c.count, c.dtype);
-    case kBarrier: return cohort_barrier(team);
-  }
-  return COHORT_ERR_INTERNAL;
+  if (device != nullptr) return run_on_device(team, c, b, send, recv, *device);
+  return call_cohort(team, c, send, recv, nullptr);
 }
 
 // MPI's result for this rank (as doubles), or empty when this rank has none.
@@ -266,6 +323,10 @@ Options parse(int argc, char **argv) {
       o.max_count = std::strtoull(argv[i + 1], nullptr, 10);
     else if (key == "--per-node")
       o.per_node = std::atoi(argv[i + 1]);
+    else if (key == "--memory" && std::string(argv[i + 1]) == "device")
+      o.device = true;
+    else if (key == "--stream")
+      o.streams = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "coll_random: unknown option %s\n", key.c_str());
       std::exit(2);
@@ -286,6 +347,24 @@ int main(int argc, char **argv) {
     setenv("COHORT_HOST_ID", ("random-node-" + std::to_string(rank / o.per_node)).c_str(), 1);
   }
   long mismatches = 0, failures = 0, reported = 0;
+  Device device;
+  if (o.device || o.streams > 0) {
+    const size_t bytes = std::max<size_t>(o.max_count, 1) * sizeof(double) + 2 * kGuard;
+    bool ok = device.driver.start() &&
+              cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.in)) == 0 &&
+              cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.out)) == 0;
+    for (int i = 0; ok && i < o.streams; ++i) {
+      device.streams.push_back(device.driver.new_stream());
+      ok = device.streams.back() != nullptr;
+    }
+    int everywhere = 0, mine = ok ? 1 : 0;
+    MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!everywhere) {  // exit 77: a skip
+      if (rank == 0) std::printf("SKIP: no CUDA device (or driver) on some rank to run on\n");
+      MPI_Finalize();
+      return 77;
+    }
+  }
   const double t0 = MPI_Wtime();
   {
     cohort::Team team(MPI_COMM_WORLD);
@@ -299,7 +378,8 @@ int main(int argc, char **argv) {
       b.in.resize(std::max<size_t>(b.in_n, 1) * b.elem);
       for (size_t i = 0; i < b.in_n; ++i) store(c.dtype, b.in.data(), i, draw_value(values, c));
       b.out.assign(2 * kGuard + b.region_bytes(), static_cast<char>(kGuardByte));
-      cohort_status_t s = run_cohort(team.get(), c, b, rank);
+      cohort_status_t s =
+          run_cohort(team.get(), c, b, rank, o.device || o.streams > 0 ? &device : nullptr);
       if (s != COHORT_SUCCESS) {
         if (failures++ < 10) {
           std::fprintf(stderr, "[rank %d] case %ld: %s count %zu: %s: %s\n", rank, iter,

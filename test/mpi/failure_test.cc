@@ -3,6 +3,10 @@
 //   abort-create  one rank aborts its creation after some polls while the others create
 //   ucx-fail      a UCX endpoint fails in a collective between (fake) hosts
 //   overflow      counts whose byte size wraps size_t or fits no address space
+// With --memory device (abort-ready's allreduce and barrier, ucx-fail), the collectives take
+// device memory of the CUDA driver (the tests' fake one without a GPU), blocking or with
+// --stream 1 on a stream (waited for after each call): between fake hosts they run through
+// host memory, and must fail as promptly, naming the same rank.
 // Times are compared across ranks on CLOCK_MONOTONIC: the ranks share one host.
 #include <mpi.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_driver_test.h"
 #include "test_support.h"
 
 using namespace mpi_test;
@@ -47,12 +52,62 @@ std::string fake_host() {
   return "failure-node-" + std::to_string(per_node > 0 ? g_rank / per_node : 0);
 }
 
-// One call of `op` ("allreduce", "barrier" or "p2p": a ring shift through a group).
-cohort_status_t run_op(cohort_team_t team, const std::string &op, std::vector<float> *data) {
-  if (op == "barrier") return cohort_barrier(team);
+// Device memory for --memory device: a copy of the host buffers' sizes, and a stream with
+// --stream 1.  Exits 77 (a skip) on every rank where some rank has no CUDA driver.
+struct DeviceSide {
+  CudaDriver driver;
+  void *stream = nullptr;
+  bool on = false;
+  std::vector<void *> buffers;
+
+  DeviceSide() {
+    on = opt_str("memory", "host") == std::string("device");
+    if (!on) return;
+    int ok = driver.start() ? 1 : 0, everywhere = 0;
+    if (ok && opt_int("stream", 0) != 0) ok = (stream = driver.new_stream()) != nullptr;
+    MPI_Allreduce(&ok, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!everywhere) {
+      if (g_rank == 0) printf("SKIP: no CUDA device (or driver) on some rank\n");
+      MPI_Finalize();
+      exit(77);
+    }
+  }
+  ~DeviceSide() {
+    for (void *b : buffers) cohort_device_free(b);
+  }
+  // Device memory holding `bytes` of `host`, or `host` itself without --memory device.
+  void *place(void *host, size_t bytes) {
+    if (!on) return host;
+    void *device = nullptr;
+    CHECK_STATUS(cohort_device_alloc(bytes, &device), COHORT_SUCCESS);
+    CHECK_STATUS(cohort_memcpy(device, host, bytes), COHORT_SUCCESS);
+    buffers.push_back(device);
+    return device;
+  }
+  // The collective's status, waited for on the stream when it was enqueued there.
+  cohort_status_t ended(cohort_status_t s) {
+    if (s == COHORT_SUCCESS && stream != nullptr && driver.stream_sync(stream) != 0) {
+      return COHORT_ERR_CUDA;
+    }
+    return s;
+  }
+};
+
+// One call of `op` ("allreduce", "barrier" or "p2p": a ring shift through a group); `buffer`
+// holds data's elements (on the device with --memory device).
+cohort_status_t run_op(cohort_team_t team, const std::string &op, std::vector<float> *data,
+                       void *buffer = nullptr, DeviceSide *device = nullptr) {
+  if (buffer == nullptr) buffer = data->data();
+  void *stream = device != nullptr ? device->stream : nullptr;
+  if (op == "barrier") {
+    return stream ? device->ended(cohort_barrier_stream(team, stream)) : cohort_barrier(team);
+  }
   if (op == "allreduce") {
-    return cohort_allreduce(team, data->data(), data->data(), data->size(), COHORT_FLOAT32,
-                            COHORT_SUM);
+    if (stream != nullptr) {
+      return device->ended(cohort_allreduce_stream(team, buffer, buffer, data->size(),
+                                                   COHORT_FLOAT32, COHORT_SUM, stream));
+    }
+    return cohort_allreduce(team, buffer, buffer, data->size(), COHORT_FLOAT32, COHORT_SUM);
   }
   std::vector<float> in(data->size());
   cohort_group_start();
@@ -76,13 +131,16 @@ void scenario_abort_ready() {
   CHECK_STATUS(cohort_team_create_mpi(MPI_COMM_WORLD, &cfg, &team), COHORT_SUCCESS);
   if (team == nullptr) return;
   std::vector<float> data(1 << 16, 1.0f);
+  DeviceSide device;
+  void *buffer = device.place(data.data(), data.size() * sizeof(float));
+  auto call = [&] { return run_op(team, op, &data, buffer, &device); };
   MPI_Barrier(MPI_COMM_WORLD);
   double aborted_at = -1, returned_at = -1;
   if (g_rank == aborter && !from_thread) {
     usleep(500000);  // the others are inside the collective by now
     aborted_at = now_s();
     CHECK_STATUS(cohort_team_abort(team), COHORT_SUCCESS);
-    CHECK_STATUS(run_op(team, op, &data), COHORT_ERR_ABORTED);  // a later call
+    CHECK_STATUS(call(), COHORT_ERR_ABORTED);  // a later call
   } else {
     std::thread aborting;
     if (g_rank == aborter) {
@@ -94,7 +152,7 @@ void scenario_abort_ready() {
     }
     cohort_status_t s = COHORT_SUCCESS;
     for (const double until = now_s() + 30; s == COHORT_SUCCESS && now_s() < until;) {
-      s = run_op(team, op, &data);
+      s = call();
     }
     returned_at = now_s();
     std::string msg = cohort_last_error();
@@ -104,7 +162,7 @@ void scenario_abort_ready() {
     if (g_rank != aborter) {
       CHECK(contains(msg, "rank " + std::to_string(aborter) + " (") && contains(msg, "aborted"),
             "the message does not name rank %d aborting: %s", aborter, msg.c_str());
-      CHECK_STATUS(run_op(team, op, &data), COHORT_ERR_ABORTED);  // the next call, at once
+      CHECK_STATUS(call(), COHORT_ERR_ABORTED);  // the next call, at once
       CHECK(contains(cohort_last_error(), "rank " + std::to_string(aborter)), "next call: %s",
             cohort_last_error());
     }
@@ -159,10 +217,15 @@ void scenario_ucx_fail() {
   cohort::Team team(MPI_COMM_WORLD);
   CHECK(team.node_count() > 1, "the team must span (fake) hosts: %d", team.node_count());
   std::vector<float> in(g_size * 4096, 1.0f), out(in.size());
+  DeviceSide device;
+  void *src = device.place(in.data(), in.size() * sizeof(float));
+  void *dst = device.place(out.data(), out.size() * sizeof(float));
   cohort_status_t s = COHORT_SUCCESS;
   double failed_at = -1;
   for (int call = 0; call < 50 && s == COHORT_SUCCESS; ++call) {
-    s = cohort_alltoall(team.get(), in.data(), out.data(), 4096, COHORT_FLOAT32);
+    s = device.stream != nullptr ? device.ended(cohort_alltoall_stream(
+                                       team.get(), src, dst, 4096, COHORT_FLOAT32, device.stream))
+                                 : cohort_alltoall(team.get(), src, dst, 4096, COHORT_FLOAT32);
     failed_at = now_s();
   }
   std::string msg = cohort_last_error();

@@ -11,10 +11,18 @@
  *
  * Environment: FAKE_CUDA_DEVICES, the devices cuDeviceGetCount reports (1 by default);
  * FAKE_CUDA_FAIL_PINNED_COPY=RANK:N, on MPI world rank RANK the N-th copy (from 1) into
- * page-locked memory fails (a staging copy: a test program's own copies go to pageable memory).
- * Not a real driver: one "device", contexts are a per-thread flag, copies are synchronous. */
+ * page-locked memory fails, synchronous or not (a staging copy: a test program's own copies
+ * go to pageable memory).
+ * Streams are real queues, each run in order by a thread of its own: asynchronous copies,
+ * stream memory operations (32-bit write and wait), events, as the staged path of device
+ * collectives uses them; the legacy and per-thread default streams are one more such queue.
+ * A stream wait that no write satisfies in FAKE_CUDA_WAIT_LIMIT seconds (300 by default)
+ * aborts the process, naming the word: a test that would hang fails instead.
+ * Not a real driver: one "device", contexts are a per-thread flag, cuMemcpy is synchronous. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +42,7 @@ enum {
   kNotInitialized = 3,   /* CUDA_ERROR_NOT_INITIALIZED */
   kInvalidContext = 201, /* CUDA_ERROR_INVALID_CONTEXT */
   kInvalidDevice = 101,  /* CUDA_ERROR_INVALID_DEVICE */
+  kNotReady = 600,       /* CUDA_ERROR_NOT_READY */
 };
 enum { kAttrMemoryType = 2, kAttrIsManaged = 8 }; /* CU_POINTER_ATTRIBUTE_* */
 enum { kMemoryTypeHost = 1, kMemoryTypeDevice = 2 };
@@ -278,6 +287,255 @@ CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data, CU
       return kInvalidValue;
     }
   }
+  return kSuccess;
+}
+
+/* ---- streams and events */
+
+typedef struct {
+  atomic_ulong recorded;  /* records enqueued */
+  atomic_ulong completed; /* records the stream reached */
+} Event;
+
+enum { kOpCopy, kOpWrite, kOpWait, kOpRecord, kOpWaitEvent };
+typedef struct Op {
+  int kind;
+  char *dst;
+  const char *src;
+  size_t bytes;
+  uint32_t *word;
+  uint32_t value;
+  Event *event;
+  unsigned long generation;
+  struct Op *next;
+} Op;
+
+typedef struct {
+  pthread_mutex_t mutex;
+  pthread_cond_t changed;
+  Op *head, *tail;
+  int busy;    /* an op taken off the queue is running */
+  int closing; /* destroyed: the thread ends once the queue is empty */
+  pthread_t thread;
+} Stream;
+
+static double wait_limit(void) {
+  const char *text = getenv("FAKE_CUDA_WAIT_LIMIT");
+  return text != NULL ? atof(text) : 300;
+}
+
+static void pause_briefly(void) {
+  struct timespec ts = {0, 20000};
+  nanosleep(&ts, NULL);
+}
+
+static void run_op(Op *op) {
+  switch (op->kind) {
+    case kOpCopy: memmove(op->dst, op->src, op->bytes); break;
+    case kOpWrite: __atomic_store_n(op->word, op->value, __ATOMIC_RELEASE); break;
+    case kOpWait: {
+      const double limit = wait_limit();
+      struct timespec start, now;
+      clock_gettime(CLOCK_MONOTONIC, &start);
+      while ((int32_t)(__atomic_load_n(op->word, __ATOMIC_ACQUIRE) - op->value) < 0) {
+        pause_briefly();
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec + (now.tv_nsec - start.tv_nsec) * 1e-9 > limit) {
+          fprintf(stderr, "fake CUDA driver: a stream waited %.0f s for word %p to reach %u (it "
+                  "holds %u)\n", limit, (void *)op->word, op->value, *op->word);
+          abort();
+        }
+      }
+      break;
+    }
+    case kOpRecord: atomic_store(&op->event->completed, op->generation); break;
+    case kOpWaitEvent:
+      while (atomic_load(&op->event->completed) < op->generation) pause_briefly();
+      break;
+  }
+}
+
+static void *stream_thread(void *arg) {
+  Stream *st = arg;
+  pthread_mutex_lock(&st->mutex);
+  for (;;) {
+    while (st->head == NULL && !st->closing) pthread_cond_wait(&st->changed, &st->mutex);
+    if (st->head == NULL) break;
+    Op *op = st->head;
+    st->head = op->next;
+    if (st->head == NULL) st->tail = NULL;
+    st->busy = 1;
+    pthread_mutex_unlock(&st->mutex);
+    run_op(op);
+    free(op);
+    pthread_mutex_lock(&st->mutex);
+    st->busy = 0;
+    pthread_cond_broadcast(&st->changed);
+  }
+  pthread_mutex_unlock(&st->mutex);
+  return NULL;
+}
+
+static Stream *stream_new(void) {
+  Stream *st = calloc(1, sizeof *st);
+  if (st == NULL) return NULL;
+  pthread_mutex_init(&st->mutex, NULL);
+  pthread_cond_init(&st->changed, NULL);
+  if (pthread_create(&st->thread, NULL, stream_thread, st) != 0) {
+    free(st);
+    return NULL;
+  }
+  return st;
+}
+
+/* NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2): one default stream. */
+static Stream *g_default_stream;
+static void make_default(void) { g_default_stream = stream_new(); }
+
+static Stream *resolve(void *handle) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  if ((uintptr_t)handle > 2) return handle;
+  pthread_once(&once, make_default);
+  return g_default_stream;
+}
+
+static CUresult push(void *handle, Op op) {
+  Stream *st = resolve(handle);
+  Op *copy = malloc(sizeof *copy);
+  if (st == NULL || copy == NULL) {
+    free(copy);
+    return kOutOfMemory;
+  }
+  *copy = op;
+  copy->next = NULL;
+  pthread_mutex_lock(&st->mutex);
+  if (st->tail != NULL) {
+    st->tail->next = copy;
+  } else {
+    st->head = copy;
+  }
+  st->tail = copy;
+  pthread_cond_broadcast(&st->changed);
+  pthread_mutex_unlock(&st->mutex);
+  return kSuccess;
+}
+
+static int stream_idle(Stream *st) {
+  pthread_mutex_lock(&st->mutex);
+  const int idle = st->head == NULL && !st->busy;
+  pthread_mutex_unlock(&st->mutex);
+  return idle;
+}
+
+CUresult cuStreamCreate(void **out, unsigned flags) {
+  (void)flags;
+  if (t_current == NULL) return kInvalidContext;
+  if (out == NULL) return kInvalidValue;
+  *out = stream_new();
+  return *out != NULL ? kSuccess : kOutOfMemory;
+}
+
+CUresult cuStreamSynchronize(void *handle) {
+  Stream *st = resolve(handle);
+  while (!stream_idle(st)) pause_briefly();
+  return kSuccess;
+}
+
+CUresult cuStreamDestroy_v2(void *handle) {
+  Stream *st = resolve(handle);
+  if (st == g_default_stream) return kInvalidValue;
+  pthread_mutex_lock(&st->mutex);
+  st->closing = 1;
+  pthread_cond_broadcast(&st->changed);
+  pthread_mutex_unlock(&st->mutex);
+  pthread_join(st->thread, NULL);
+  free(st);
+  return kSuccess;
+}
+
+CUresult cuStreamQuery(void *handle) { return stream_idle(resolve(handle)) ? kSuccess : kNotReady; }
+
+CUresult cuStreamIsCapturing(void *handle, int *status) {
+  (void)handle;
+  if (status == NULL) return kInvalidValue;
+  *status = 0;
+  return kSuccess;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *stream) {
+  if (bytes == 0) return kSuccess;
+  if (injected_failure(dst)) return kInvalidValue;
+  char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
+  if (d == NULL || s == NULL) return kInvalidValue;
+  Op op = {kOpCopy, d, s, bytes, NULL, 0, NULL, 0, NULL};
+  return push(stream, op);
+}
+
+CUresult cuStreamWriteValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
+  (void)flags;
+  Op op = {kOpWrite, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL};
+  return push(stream, op);
+}
+
+CUresult cuStreamWaitValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
+  if (flags != 0) return kInvalidValue; /* GEQ only */
+  Op op = {kOpWait, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL};
+  return push(stream, op);
+}
+
+CUresult cuEventCreate(void **out, unsigned flags) {
+  (void)flags;
+  if (out == NULL) return kInvalidValue;
+  *out = calloc(1, sizeof(Event));
+  return *out != NULL ? kSuccess : kOutOfMemory;
+}
+
+CUresult cuEventDestroy_v2(void *event) {
+  free(event);
+  return kSuccess;
+}
+
+CUresult cuEventRecord(void *event, void *stream) {
+  Event *e = event;
+  Op op = {kOpRecord, NULL, NULL, 0, NULL, 0, e, atomic_fetch_add(&e->recorded, 1) + 1, NULL};
+  return push(stream, op);
+}
+
+CUresult cuEventQuery(void *event) {
+  Event *e = event;
+  return atomic_load(&e->completed) >= atomic_load(&e->recorded) ? kSuccess : kNotReady;
+}
+
+CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
+  (void)flags;
+  Event *e = event;
+  Op op = {kOpWaitEvent, NULL, NULL, 0, NULL, 0, e, atomic_load(&e->recorded), NULL};
+  return push(stream, op);
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *host, unsigned flags) {
+  (void)flags;
+  if (out == NULL) return kInvalidValue;
+  *out = (CUdeviceptr)(uintptr_t)host;
+  return kSuccess;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext context) {
+  t_current = context;
+  return kSuccess;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *context) {
+  if (context != NULL) *context = t_current;
+  t_current = NULL;
+  return kSuccess;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **text) {
+  static char words[64];
+  if (text == NULL) return kInvalidValue;
+  snprintf(words, sizeof words, "fake CUDA driver error %d", error);
+  *text = words;
   return kSuccess;
 }
 

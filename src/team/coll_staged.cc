@@ -1,0 +1,188 @@
+// Collectives on device memory that run through host memory: on a team that spans hosts, or
+// whose GPUs the device transport does not serve (no peer access between them).  The call is
+// cut into pieces (staged_plan.h), each a host collective on page-locked slots, queued on the
+// team at once, in call order with the team's other collectives, behind a gate that opens when
+// the stream has copied the piece's input in (staging.h).  The stream copies each piece in,
+// writes its number, waits for the queue to write it back, and copies the output out; a piece
+// reuses the slot of the piece kSlots before it once that one was copied out.  The caller's
+// thread only enqueues; the progress engine (progress_engine.h) runs the pieces, so the copies
+// of one piece overlap the wire of another and no host thread waits per call.
+#include "core/clock.h"
+#include "core/cuda_stream.h"
+#include "core/log.h"
+#include "team/coll_front.h"
+#include "team/progress_engine.h"
+#include "team/staged_plan.h"
+
+namespace cohort {
+namespace {
+
+constexpr size_t kSlots = 4;
+
+// A piece's host collective, on its slot.
+CollCall piece_call(const CollCall &call, const StagedPiece &p, char *slot) {
+  CollCall c;
+  c.collective = call.collective;
+  c.count = p.count;
+  c.dtype = call.dtype;
+  c.op = call.op;
+  c.root = call.root;
+  c.src = p.has_src ? slot + p.src_offset : nullptr;
+  c.dst = p.has_dst ? slot + p.dst_offset : nullptr;
+  return c;
+}
+
+}  // namespace
+
+CollFront::~CollFront() { ProgressEngine::instance().forget(this); }
+
+bool CollFront::staged() const {
+  return info_.layout.node_count > 1 || !device_ || !device_->active();
+}
+
+// Every piece's host collective, checked and chosen before anything is queued or enqueued: a
+// refusal leaves nothing behind, on every rank alike.
+Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan,
+                                 std::vector<StagedRun> *runs) {
+  runs->resize(plan.pieces.size());
+  for (size_t k = 0; k < plan.pieces.size(); ++k) {
+    StagedRun &run = (*runs)[k];
+    char *slot = staging_->memory() + (k % kSlots) * plan.slot_bytes;
+    run.call = piece_call(call, plan.pieces[k], slot);
+    Status s = choose(run.call, &run.args, &run.rule);
+    if (is_error(s)) return s;
+    if (run.rule == nullptr) {
+      return failf(COHORT_ERR_INTERNAL, "%s through host memory: piece %zu has nothing to move",
+                   coll::collective_name(call.collective), k);
+    }
+  }
+  return COHORT_SUCCESS;
+}
+
+// The stream's part: piece k in, its number into ready; piece k - kSlots waited for and out
+// before k reuses its slot; the last ones out at the end.
+Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first,
+                                 void *stream) {
+  const char *in = "copying a piece of device memory into host memory";
+  const char *out = "copying a piece of the result back to device memory";
+  Staging &st = *staging_;
+  auto copy_out = [&](size_t k) {
+    const StagedPiece &p = plan.pieces[k];
+    char *slot = st.memory() + (k % kSlots) * plan.slot_bytes;
+    Status s = cuda::wait_word(st.done_word(), first + static_cast<uint32_t>(k) + 1, stream,
+                               "waiting for a piece's host collective");
+    if (!is_error(s) && p.out.bytes > 0) {
+      s = cuda::copy_async(static_cast<char *>(call.dst) + p.out.device_offset,
+                           slot + p.out.slot_offset, p.out.bytes, stream, out);
+    }
+    return s;
+  };
+  Status s = st.order(stream);
+  const size_t n = plan.pieces.size();
+  for (size_t k = 0; k < n && !is_error(s); ++k) {
+    if (k >= kSlots) s = copy_out(k - kSlots);
+    const StagedPiece &p = plan.pieces[k];
+    char *slot = st.memory() + (k % kSlots) * plan.slot_bytes;
+    if (!is_error(s) && p.in.bytes > 0) {
+      s = cuda::copy_async(slot + p.in.slot_offset,
+                           static_cast<const char *>(call.src) + p.in.device_offset, p.in.bytes,
+                           stream, in);
+    }
+    if (!is_error(s)) {
+      s = cuda::write_word(st.ready_word(), first + static_cast<uint32_t>(k) + 1, stream,
+                           "announcing a piece in host memory");
+    }
+  }
+  for (size_t k = n > kSlots ? n - kSlots : 0; k < n && !is_error(s); ++k) s = copy_out(k);
+  return is_error(s) ? s : st.finished(stream);
+}
+
+Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) {
+  const char *name = coll::collective_name(call.collective);
+  Status s = cuda::stream_ops_available();
+  if (!is_error(s) && !staging_) {
+    s = Staging::create(&staging_);
+    if (!is_error(s))
+      COHORT_LOG_INFO(COLL,
+                      "%s: collectives on device memory run through host memory (%s): pieces of "
+                      "%zu bytes, %zu slots, copies on the caller's stream",
+                      info_.name.c_str(), staged_reason().c_str(), chunk_bytes_, kSlots);
+  }
+  if (!is_error(s) && blocking) s = staging_->own_stream(&stream);
+  if (!is_error(s)) s = cuda::stream_capturing(stream, "asking the stream's capture state");
+  if (s == COHORT_IN_PROGRESS) {
+    return failf(COHORT_ERR_NOT_SUPPORTED,
+                 "%s on GPU device memory through host memory (team '%s': %s): capturing it "
+                 "into a CUDA graph is not supported yet; run it eagerly",
+                 name, info_.name.c_str(), staged_reason().c_str());
+  }
+  if (is_error(s)) {
+    return failf(s, "%s on GPU device memory through host memory (team '%s'): %s", name,
+                 info_.name.c_str(), last_error().c_str());
+  }
+  const StagedPlan plan = plan_staged(call, info_.rank, info_.size, chunk_bytes_);
+  const size_t slots = std::min(kSlots, plan.pieces.size());
+  std::vector<StagedRun> runs;
+  s = staging_->reserve(std::max<size_t>(1, slots * plan.slot_bytes));
+  if (!is_error(s)) s = prepare_pieces(call, plan, &runs);
+  if (is_error(s)) return s;
+  const uint32_t first = staging_->claim(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) {
+    runs[k].request = std::make_shared<CollRequest>();
+    runs[k].request->gate = staging_->gate(first + static_cast<uint32_t>(k) + 1);
+    queue(runs[k].call, runs[k].args, *runs[k].rule, runs[k].request);
+  }
+  ProgressEngine::instance().watch(this);
+  s = enqueue_copies(call, plan, first, stream);
+  if (is_error(s)) {
+    // The queued pieces would wait for copies that never come, and the peers with them.
+    const std::string why = last_error();
+    stop(s, why, true);
+    return fail(s, why);
+  }
+  return blocking ? wait_staged(runs, stream) : COHORT_SUCCESS;
+}
+
+// A blocking call: its stream's end, moving the queue on meanwhile; then its pieces' outcome.
+Status CollFront::wait_staged(const std::vector<StagedRun> &runs, void *stream) {
+  Backoff backoff(spins_);
+  for (;;) {
+    Status s = cuda::stream_query(stream, "a collective through host memory");
+    if (is_error(s)) return s;
+    if (s == COHORT_SUCCESS) break;
+    if (progress_requests()) backoff.reset();
+    backoff.pause();
+  }
+  for (const StagedRun &run : runs) {
+    if (is_error(run.request->status)) return fail(run.request->status, run.request->error);
+  }
+  return COHORT_SUCCESS;
+}
+
+// The team is going away: its staged pieces run to their end first (they end at the latest at
+// their timeout), so that a stream's calls enqueued before the destroy complete.
+void CollFront::finish_staged() {
+  if (staged_queued_.load() == 0) return;
+  const int64_t deadline = deadline_after(timeout_s_ + 1);
+  Backoff backoff;
+  while (staged_queued_.load() > 0 && !stopped_) {
+    if (now_ns() > deadline) {
+      COHORT_LOG_WARN(COLL,
+                      "team '%s' going away: %d collective piece(s) through host memory still "
+                      "wait for their stream after %.3g s; they end unrun",
+                      info_.name.c_str(), staged_queued_.load(), timeout_s_ + 1);
+      return;
+    }
+    if (progress_requests()) backoff.reset();
+    backoff.pause();
+  }
+}
+
+std::string CollFront::staged_reason() const {
+  if (info_.layout.node_count > 1) {
+    return strprintf("it spans %d hosts", info_.layout.node_count);
+  }
+  return "the GPU path does not serve it";
+}
+
+}  // namespace cohort

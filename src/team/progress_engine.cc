@@ -1,0 +1,63 @@
+#include "team/progress_engine.h"
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "team/coll_front.h"
+
+namespace cohort {
+
+ProgressEngine &ProgressEngine::instance() {
+  // Never destroyed: a team may go away in an exit handler, after static destructors.
+  static ProgressEngine *engine = new ProgressEngine;
+  return *engine;
+}
+
+void ProgressEngine::watch(CollFront *front) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (std::find(fronts_.begin(), fronts_.end(), front) == fronts_.end()) fronts_.push_back(front);
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { run(); });
+    thread_.detach();  // it outlives main: it sleeps once no team is watched
+  }
+  wake_.notify_one();
+}
+
+void ProgressEngine::forget(CollFront *front) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fronts_.erase(std::remove(fronts_.begin(), fronts_.end(), front), fronts_.end());
+}
+
+// One poll of every watched front (under mutex_); drops those with nothing staged left.
+// True when some moved.
+bool ProgressEngine::poll_all() {
+  bool moved = false;
+  for (size_t i = 0; i < fronts_.size();) {
+    bool front_moved = false;
+    if (fronts_[i]->progress_staged(&front_moved)) {
+      ++i;
+    } else {
+      fronts_.erase(fronts_.begin() + static_cast<long>(i));
+    }
+    moved = moved || front_moved;
+  }
+  return moved;
+}
+
+void ProgressEngine::run() {
+  Backoff backoff;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (fronts_.empty()) {
+      wake_.wait(lock, [this] { return !fronts_.empty(); });
+      backoff.reset();
+    }
+    if (poll_all()) backoff.reset();
+    // Let watch() and forget() in between polls.
+    lock.unlock();
+    backoff.pause();
+    lock.lock();
+  }
+}
+
+}  // namespace cohort

@@ -1,0 +1,154 @@
+#include "team/staging.h"
+
+#include <atomic>
+
+#include "core/clock.h"
+#include "core/cuda_stream.h"
+#include "core/log.h"
+
+namespace cohort {
+namespace {
+
+// One piece's gate: open once the stream wrote its number into ready; at its end the number
+// goes into done (never lowering it: pieces end in order, a failure ends the later ones too).
+class PieceGate final : public RequestGate {
+ public:
+  PieceGate(uint32_t *ready, uint32_t *done, uint32_t piece)
+      : ready_(ready), done_(done), piece_(piece) {}
+  bool open() const override {
+    return reached(std::atomic_ref<uint32_t>(*ready_).load(std::memory_order_acquire), piece_);
+  }
+  void end(Status) override {
+    std::atomic_ref<uint32_t> done(*done_);
+    uint32_t seen = done.load(std::memory_order_relaxed);
+    while (!reached(seen, piece_) &&
+           !done.compare_exchange_weak(seen, piece_, std::memory_order_release)) {
+    }
+  }
+
+ private:
+  uint32_t *ready_;
+  uint32_t *done_;
+  uint32_t piece_;
+};
+
+}  // namespace
+
+Status Staging::create(std::unique_ptr<Staging> *out) {
+  std::unique_ptr<Staging> staging(new Staging);
+  staging->context_ = cuda::current_context();
+  if (staging->context_ == nullptr) {
+    return fail(COHORT_ERR_CUDA, "the calling thread has no current CUDA context");
+  }
+  void *words = nullptr;
+  Status s = cuda::mapped_alloc(2 * kWordStride * sizeof(uint32_t), &words,
+                                "allocating the staging words (page-locked, mapped)");
+  if (is_error(s)) return s;
+  staging->words_ = static_cast<uint32_t *>(words);
+  staging->words_[0] = staging->words_[kWordStride] = 0;
+  s = cuda::event_create(&staging->end_, "creating the staging event");
+  if (is_error(s)) return s;
+  *out = std::move(staging);
+  return COHORT_SUCCESS;
+}
+
+Staging::~Staging() {
+  cuda::ContextScope scope(context_);
+  drain(10);
+  cuda::event_destroy(end_);
+  cuda::stream_destroy(own_stream_);
+}
+
+Status Staging::reserve(size_t bytes) {
+  free_retired(false);
+  if (bytes <= capacity_) return COHORT_SUCCESS;
+  const size_t grown = std::max(bytes, 2 * capacity_);
+  void *memory = nullptr;
+  Status s = cuda::mapped_alloc(grown, &memory, "allocating staging memory (page-locked)");
+  if (is_error(s)) return fail(s, strprintf("%s, %zu bytes", last_error().c_str(), grown));
+  if (memory_ != nullptr) {
+    Retired old{memory_, nullptr};
+    s = cuda::event_create(&old.event, "creating a staging event");
+    if (!is_error(s) && used_) s = cuda::event_record(old.event, last_stream_, "retiring staging");
+    retired_.push_back(old);  // kept (and leaked at worst) even when the event failed
+  }
+  memory_ = static_cast<char *>(memory);
+  capacity_ = grown;
+  return s;
+}
+
+uint32_t Staging::claim(size_t pieces) {
+  const uint32_t first = next_piece_;
+  next_piece_ += static_cast<uint32_t>(pieces);
+  return first;
+}
+
+std::shared_ptr<RequestGate> Staging::gate(uint32_t piece) {
+  return std::make_shared<PieceGate>(ready_word(), done_word(), piece);
+}
+
+Status Staging::order(void *stream) {
+  if (!used_ || stream == last_stream_) return COHORT_SUCCESS;
+  return cuda::stream_wait_event(stream, end_,
+                                 "ordering the collective after the team's last one (another "
+                                 "stream)");
+}
+
+Status Staging::finished(void *stream) {
+  Status s = cuda::event_record(end_, stream, "recording the collective's end");
+  if (is_error(s)) return s;
+  used_ = true;
+  last_stream_ = stream;
+  return COHORT_SUCCESS;
+}
+
+Status Staging::own_stream(void **stream) {
+  if (own_stream_ == nullptr) {
+    Status s = cuda::stream_create(&own_stream_, "creating the team's staging stream");
+    if (is_error(s)) return s;
+  }
+  *stream = own_stream_;
+  return COHORT_SUCCESS;
+}
+
+void Staging::free_retired(bool all) {
+  for (size_t i = 0; i < retired_.size();) {
+    Retired &r = retired_[i];
+    const bool idle =
+        r.event == nullptr || cuda::event_query(r.event, "staging") != COHORT_IN_PROGRESS;
+    if (!idle && !all) {
+      ++i;
+      continue;
+    }
+    if (idle) cuda::mapped_free(r.memory);
+    cuda::event_destroy(r.event);
+    retired_.erase(retired_.begin() + static_cast<long>(i));
+  }
+}
+
+void Staging::drain(double timeout_s) {
+  const int64_t deadline = deadline_after(timeout_s);
+  Backoff backoff;
+  bool idle = !used_;
+  while (!idle) {
+    idle = cuda::event_query(end_, "staging") != COHORT_IN_PROGRESS;
+    if (idle || now_ns() > deadline) break;
+    backoff.pause();
+  }
+  if (!idle) {
+    COHORT_LOG_WARN(COLL,
+                    "a stream still had staged collective work of a team going away after %.0f s: "
+                    "its %zu bytes of page-locked staging memory stay allocated",
+                    timeout_s, capacity_);
+    return;
+  }
+  free_retired(true);
+  cuda::mapped_free(memory_);
+  memory_ = nullptr;
+  capacity_ = 0;
+  // The words may be read by a stream only while a call is in flight: none is now.
+  cuda::mapped_free(words_);
+  words_ = nullptr;
+}
+
+}  // namespace cohort

@@ -1,0 +1,75 @@
+// A team's host side of collectives on device memory that run through host memory
+// (coll_staged.cc): page-locked slots the stream copies pieces into and out of, and two words
+// in page-locked memory mapped for the device, which order the stream and the team's queue:
+//   ready  the stream writes piece k's number once its input is in its slot;
+//   done   the queue writes it once the piece's host collective ended (its output is in the
+//          slot, or it failed: the stream goes on, and the team's next call says why).
+// Piece numbers grow over the team's life (32-bit, compared cyclically), so no word is ever
+// reset.  Made in the calling thread's CUDA context at the team's first such call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "team/coll_request.h"
+
+namespace cohort {
+
+// Whether `value` has reached `target` (cyclic, as the stream compares).
+inline bool reached(uint32_t value, uint32_t target) {
+  return static_cast<int32_t>(value - target) >= 0;
+}
+
+class Staging {
+ public:
+  static Status create(std::unique_ptr<Staging> *out);
+  ~Staging();  // see drain()
+  Staging(const Staging &) = delete;
+  Staging &operator=(const Staging &) = delete;
+
+  // Slots of at least `bytes` in all; larger memory replaces the current one, which is freed
+  // once the device is done with it.
+  Status reserve(size_t bytes);
+  char *memory() const { return memory_; }
+  // Numbers for `pieces` more pieces: the first is the returned value + 1.
+  uint32_t claim(size_t pieces);
+  // A gate that opens when the stream wrote `piece` into ready, and writes it into done.
+  std::shared_ptr<RequestGate> gate(uint32_t piece);
+  uint32_t *ready_word() const { return words_; }
+  uint32_t *done_word() const { return words_ + kWordStride; }
+
+  // Around one call's stream work: after the team's previous call if that was on another
+  // stream, and its end recorded.
+  Status order(void *stream);
+  Status finished(void *stream);
+  // The stream of blocking calls, made at first use.
+  Status own_stream(void **stream);
+  // Waits up to `timeout_s` for the device to be done with every call's memory, then frees
+  // what it is done with; what it may still touch is left allocated (said at WARN).
+  void drain(double timeout_s);
+
+ private:
+  Staging() = default;
+  struct Retired {
+    char *memory;
+    void *event;  // recorded after the last call that used it
+  };
+  void free_retired(bool all);
+  static constexpr size_t kWordStride = 32;  // ready and done on lines of their own
+
+  void *context_ = nullptr;    // the CUDA context all of this lives in
+  uint32_t *words_ = nullptr;  // mapped: ready, then done
+  char *memory_ = nullptr;     // mapped
+  size_t capacity_ = 0;
+  uint32_t next_piece_ = 0;
+  void *own_stream_ = nullptr;
+  void *end_ = nullptr;  // recorded after each call
+  void *last_stream_ = nullptr;
+  bool used_ = false;  // a call recorded end_
+  std::vector<Retired> retired_;
+};
+
+}  // namespace cohort

@@ -1,0 +1,58 @@
+// The CUDA driver for tests that put buffers in device memory without the CUDA runtime: the
+// real driver on a GPU machine, the tests' fake one elsewhere (test/ompi/fake_cuda.c, first on
+// LD_LIBRARY_PATH).  Device memory itself comes from cohort_device_alloc, copies from
+// cohort_memcpy.
+#pragma once
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+namespace mpi_test {
+
+struct CudaDriver {
+  using Result = int;
+  Result (*init)(unsigned) = nullptr;
+  Result (*device_count)(int *) = nullptr;
+  Result (*device_get)(int *, int) = nullptr;
+  Result (*retain)(void **, int) = nullptr;
+  Result (*set_current)(void *) = nullptr;
+  Result (*stream_create)(void **, unsigned) = nullptr;
+  Result (*stream_sync)(void *) = nullptr;
+
+  // Makes a context current on device local_rank % devices (the local rank among the ranks
+  // of this machine); false without a driver or a device.
+  bool start() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return false;
+    init = reinterpret_cast<Result (*)(unsigned)>(dlsym(lib, "cuInit"));
+    device_count = reinterpret_cast<Result (*)(int *)>(dlsym(lib, "cuDeviceGetCount"));
+    device_get = reinterpret_cast<Result (*)(int *, int)>(dlsym(lib, "cuDeviceGet"));
+    retain = reinterpret_cast<Result (*)(void **, int)>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
+    set_current = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuCtxSetCurrent"));
+    stream_create = reinterpret_cast<Result (*)(void **, unsigned)>(dlsym(lib, "cuStreamCreate"));
+    stream_sync = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuStreamSynchronize"));
+    int count = 0, device = 0;
+    void *context = nullptr;
+    return init && device_count && device_get && retain && set_current && stream_create &&
+           stream_sync && init(0) == 0 && device_count(&count) == 0 && count > 0 &&
+           device_get(&device, local_rank() % count) == 0 && retain(&context, device) == 0 &&
+           set_current(context) == 0;
+  }
+
+  // A non-blocking stream of the current context; nullptr on failure.
+  void *new_stream() {
+    void *stream = nullptr;
+    return stream_create(&stream, 1) == 0 ? stream : nullptr;
+  }
+
+  static int local_rank() {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    return local;
+  }
+};
+
+}  // namespace mpi_test
