@@ -88,6 +88,7 @@ void share_of_gpu(MPI_Comm local, const cudaUUID_t &uuid, int *sharing, bool *le
 
 class DeviceMemory final : public SweepMemory {
  public:
+  explicit DeviceMemory(bool blocking) : blocking_(blocking) {}
   ~DeviceMemory() override {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
     for (cohort_mem_reg_t reg : registrations_) cohort_mem_deregister(team_, reg);
@@ -129,10 +130,11 @@ class DeviceMemory final : public SweepMemory {
     if (copy.bytes == 0) return "";
     const cudaError_t err =
         cudaMemcpyAsync(copy.dst, copy.src, copy.bytes, cudaMemcpyDeviceToDevice, stream_);
-    return err == cudaSuccess ? "" : cuda_error("cudaMemcpyAsync (device to device)", err);
+    if (err != cudaSuccess) return cuda_error("cudaMemcpyAsync (device to device)", err);
+    return blocking_ ? synchronize() : "";  // a blocking call runs on Cohort's own stream
   }
   cohort_status_t run(cohort_team_t team, const Call &call) override {
-    return run_cohort_stream(team, call, stream_);
+    return blocking_ ? run_cohort(team, call) : run_cohort_stream(team, call, stream_);
   }
   std::string synchronize() override {
     const cudaError_t err = cudaStreamSynchronize(stream_);
@@ -148,6 +150,7 @@ class DeviceMemory final : public SweepMemory {
     if (err != cudaSuccess) return cuda_error("cudaMemcpyAsync", err);
     return synchronize();
   }
+  bool blocking_;  // --blocking: cohort_allreduce, ... (on Cohort's own stream)
   cudaStream_t stream_ = nullptr;
   void *input_ = nullptr;
   void *output_ = nullptr;
@@ -224,7 +227,9 @@ std::string bind_gpu(MPI_Comm comm, GpuBinding *out) {
   return why;
 }
 
-std::unique_ptr<SweepMemory> make_device_memory() { return std::make_unique<DeviceMemory>(); }
+std::unique_ptr<SweepMemory> make_device_memory(bool blocking) {
+  return std::make_unique<DeviceMemory>(blocking);
+}
 
 StreamGraph::~StreamGraph() {
   if (exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
@@ -283,7 +288,7 @@ std::string bind_gpu(MPI_Comm comm, GpuBinding *) {
   return first_error(comm, "this Cohort was built without CUDA (configure --with-cuda)");
 }
 
-std::unique_ptr<SweepMemory> make_device_memory() { return nullptr; }
+std::unique_ptr<SweepMemory> make_device_memory(bool) { return nullptr; }
 
 StreamGraph::~StreamGraph() = default;
 

@@ -32,7 +32,7 @@ void print_shared_gpu_hint(const GpuBinding &gpu);
 
 // Device buffers (cudaMalloc) on the bound GPU; calls, copies and synchronize() on one
 // cudaStreamNonBlocking stream.  nullptr without CUDA.
-std::unique_ptr<SweepMemory> make_device_memory();
+std::unique_ptr<SweepMemory> make_device_memory(bool blocking = false);
 
 // `ops` back-to-back calls captured from a stream into a CUDA graph
 // (cudaStreamCaptureModeThreadLocal), instantiated once, then launched on that stream.

@@ -32,11 +32,12 @@ void print_gpu_header(const SweepOptions &opt, const GpuSetup &setup) {
   const GpuBinding &g = setup.gpu;
   printf(
       "# memory: cudaMalloc'd buffers on each rank's GPU (local rank %% GPUs; rank 0's: %s), %d "
-      "rank(s) per GPU, %s; stream-ordered calls (cohort_*_stream) on one non-blocking stream "
-      "per rank\n",
+      "rank(s) per GPU, %s; %s\n",
       g.name.c_str(), g.ranks_per_gpu,
       opt.register_buffers ? "registered with the team (cohort_mem_register)"
-                           : "not registered (--no-register)");
+                           : "not registered (--no-register)",
+      opt.blocking ? "blocking calls (--blocking: cohort_allreduce, ... on device buffers)"
+                   : "stream-ordered calls (cohort_*_stream) on one non-blocking stream per rank");
   printf(
       "# time: per call, the slowest rank's: host clock around %d back-to-back enqueues and one "
       "cudaStreamSynchronize, / %d (as nccl-tests)\n",

@@ -146,6 +146,7 @@ bool parse_sweep_option(int c, const char *arg, Given *opt, std::string *error) 
       return false;
     case 'R': s.roofline = true; return true;
     case 'U': s.register_buffers = false; return true;
+    case 'B': s.blocking = true; return true;
     default: return false;
   }
 }
@@ -180,8 +181,9 @@ bool check_memory(Given *opt, std::string *error) {
         "--vs-mpi on host memory";
     return false;
   }
-  if (s.memory != MemoryKind::kCuda && (s.graph_ops > 0 || s.roofline || !s.register_buffers)) {
-    *error = "--graph, --roofline and --no-register run on the GPU: add -m cuda";
+  if (s.memory != MemoryKind::kCuda &&
+      (s.graph_ops > 0 || s.roofline || !s.register_buffers || s.blocking)) {
+    *error = "--graph, --roofline, --no-register and --blocking run on the GPU: add -m cuda";
     return false;
   }
   return true;
@@ -320,6 +322,8 @@ void usage(FILE *out) {
       "                 floor 2 x n x S / BW (S bytes per rank, n ranks per GPU) over the time\n"
       "  --no-register  (cuda) leave the buffers unregistered; by default both are registered\n"
       "                 with the team (cohort_mem_register), so large allreduces run zero-copy\n"
+      "  --blocking     (cuda) the blocking calls (cohort_allreduce, ...: what MPI's component\n"
+      "                 calls) instead of the stream-ordered ones\n"
       "  --vs-nccl      (implies -m cuda) time NCCL's call (libnccl.so.2, loaded at run time:\n"
       "                 ncclAllReduce, ncclReduce, ncclBroadcast, ncclAllGather,\n"
       "                 ncclReduceScatter, ncclSend + ncclRecv in a group for alltoall; none\n"
@@ -334,14 +338,21 @@ void usage(FILE *out) {
 }
 
 bool parse_options(int argc, char **argv, Options *opt, std::string *error) {
-  static const option options[] = {
-      {"team-create", no_argument, nullptr, 't'},  {"json", required_argument, nullptr, 'j'},
-      {"host-only", no_argument, nullptr, 'H'},    {"in-place", no_argument, nullptr, 'I'},
-      {"out-of-place", no_argument, nullptr, 'O'}, {"check", no_argument, nullptr, 'C'},
-      {"vs-mpi", no_argument, nullptr, 'M'},       {"memory", required_argument, nullptr, 'm'},
-      {"graph", required_argument, nullptr, 'G'},  {"roofline", no_argument, nullptr, 'R'},
-      {"no-register", no_argument, nullptr, 'U'},  {"vs-nccl", no_argument, nullptr, 'N'},
-      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
+  static const option options[] = {{"team-create", no_argument, nullptr, 't'},
+                                   {"json", required_argument, nullptr, 'j'},
+                                   {"host-only", no_argument, nullptr, 'H'},
+                                   {"in-place", no_argument, nullptr, 'I'},
+                                   {"out-of-place", no_argument, nullptr, 'O'},
+                                   {"check", no_argument, nullptr, 'C'},
+                                   {"vs-mpi", no_argument, nullptr, 'M'},
+                                   {"memory", required_argument, nullptr, 'm'},
+                                   {"graph", required_argument, nullptr, 'G'},
+                                   {"roofline", no_argument, nullptr, 'R'},
+                                   {"no-register", no_argument, nullptr, 'U'},
+                                   {"vs-nccl", no_argument, nullptr, 'N'},
+                                   {"blocking", no_argument, nullptr, 'B'},
+                                   {"help", no_argument, nullptr, 'h'},
+                                   {nullptr, 0, nullptr, 0}};
   opterr = 0;  // every rank parses: report once, from rank 0
   Given given;
   int c;

@@ -439,7 +439,8 @@ int run_sweep(const SweepOptions &opt, const Job &job) {
     return 1;
   }
   if (device) prepare_comparisons(opt, &setup);
-  std::unique_ptr<SweepMemory> memory = device ? make_device_memory() : make_host_memory();
+  std::unique_ptr<SweepMemory> memory =
+      device ? make_device_memory(opt.blocking) : make_host_memory();
   Sweep sweep(opt, std::move(team), job, std::move(memory), std::move(setup));
   progress_start(job.rank == 0);
   if (!sweep.allocate_buffers()) return 1;

@@ -38,6 +38,7 @@ struct SweepOptions {
   bool roofline = false;         // --roofline
   bool register_buffers = true;  // cuda: cohort_mem_register both buffers (--no-register: not)
   bool vs_nccl = false;          // --vs-nccl
+  bool blocking = false;         // cuda: the blocking calls, not the stream-ordered ones
 };
 
 // The sizes min, min * factor, ... up to max (bytes).

@@ -114,7 +114,9 @@ class CollFront {
   Status run_staged(const CollCall &call, void *stream, bool blocking);
   Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
-  Status wait_staged(const std::vector<StagedRun> &runs, void *stream);
+  Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
+                             std::vector<StagedRun> *runs, void *stream);
+  Status wait_piece(CollRequest &r);
   bool progress_requests();
   void ended(CollRequest &r);  // a request left the queue: its gate hears it
   void advance(CollRequest &r);

@@ -126,6 +126,7 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   s = staging_->reserve(std::max<size_t>(1, slots * plan.slot_bytes));
   if (!is_error(s)) s = prepare_pieces(call, plan, &runs);
   if (is_error(s)) return s;
+  if (blocking) return run_staged_blocking(call, plan, &runs, stream);
   const uint32_t first = staging_->claim(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
     runs[k].request = std::make_shared<CollRequest>();
@@ -140,23 +141,73 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
     stop(s, why, true);
     return fail(s, why);
   }
-  return blocking ? wait_staged(runs, stream) : COHORT_SUCCESS;
+  return COHORT_SUCCESS;
 }
 
-// A blocking call: its stream's end, moving the queue on meanwhile; then its pieces' outcome.
-Status CollFront::wait_staged(const std::vector<StagedRun> &runs, void *stream) {
+// A blocking call, driven by the calling thread, which waits anyway: the stream (the team's
+// own) only copies, and nothing on the GPU waits for host memory.  Piece k runs once the
+// event after its copy in ended; once it ran, its output is copied back and piece k + kSlots
+// copied into the slot.  The pieces are queued at once like a stream call's.
+Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &plan,
+                                      std::vector<StagedRun> *runs, void *stream) {
+  Staging &st = *staging_;
+  const size_t n = runs->size();
+  std::vector<std::shared_ptr<CopyGate>> gates(n);
+  auto slot_of = [&](size_t k) { return st.memory() + (k % kSlots) * plan.slot_bytes; };
+  auto copy_in = [&](size_t k) {
+    const StagedPiece &p = plan.pieces[k];
+    void *event = nullptr;
+    Status s = cuda::copy_async(
+        slot_of(k) + p.in.slot_offset, static_cast<const char *>(call.src) + p.in.device_offset,
+        p.in.bytes, stream, "copying a piece of device memory into host memory");
+    if (!is_error(s)) s = st.copy_event(k % kSlots, &event);
+    if (!is_error(s)) s = cuda::event_record(event, stream, "recording a piece's copy");
+    if (!is_error(s)) gates[k]->arm(event);
+    return s;
+  };
+  for (size_t k = 0; k < n; ++k) {
+    gates[k] = st.copy_gate();
+    (*runs)[k].request = std::make_shared<CollRequest>();
+    (*runs)[k].request->gate = gates[k];
+    queue((*runs)[k].call, (*runs)[k].args, *(*runs)[k].rule, (*runs)[k].request);
+  }
+  Status s = st.order(stream);
+  for (size_t k = 0; k < std::min(n, kSlots) && !is_error(s); ++k) s = copy_in(k);
+  bool piece_failed = false;  // then the team stopped already, told every peer
+  for (size_t k = 0; k < n && !is_error(s); ++k) {
+    s = wait_piece(*(*runs)[k].request);
+    piece_failed = is_error(s);
+    const StagedPiece &p = plan.pieces[k];
+    if (!is_error(s) && p.out.bytes > 0) {
+      s = cuda::copy_async(static_cast<char *>(call.dst) + p.out.device_offset,
+                           slot_of(k) + p.out.slot_offset, p.out.bytes, stream,
+                           "copying a piece of the result back to device memory");
+    }
+    if (!is_error(s) && k + kSlots < n) s = copy_in(k + kSlots);
+  }
+  const std::string why = is_error(s) ? last_error() : "";
+  // A copy the driver refused: the queued pieces would wait for it, and the peers with them.
+  if (is_error(s) && !piece_failed) stop(s, why, true);
+  // The slots are the team's again only once the stream is done with them.
+  Status ended = st.finished(stream);
   Backoff backoff(spins_);
-  for (;;) {
-    Status s = cuda::stream_query(stream, "a collective through host memory");
-    if (is_error(s)) return s;
-    if (s == COHORT_SUCCESS) break;
+  while (!is_error(ended)) {
+    ended = cuda::stream_query(stream, "a collective through host memory");
+    if (ended != COHORT_IN_PROGRESS) break;
     if (progress_requests()) backoff.reset();
     backoff.pause();
   }
-  for (const StagedRun &run : runs) {
-    if (is_error(run.request->status)) return fail(run.request->status, run.request->error);
+  return is_error(s) ? fail(s, why) : ended;
+}
+
+// Moves the queue on until `r` ended; its failure, if it failed.
+Status CollFront::wait_piece(CollRequest &r) {
+  Backoff backoff(spins_);
+  while (r.status == COHORT_IN_PROGRESS) {
+    if (progress_requests()) backoff.reset();
+    backoff.pause();
   }
-  return COHORT_SUCCESS;
+  return is_error(r.status) ? fail(r.status, r.error) : COHORT_SUCCESS;
 }
 
 // The team is going away: its staged pieces run to their end first (they end at the latest at

@@ -34,6 +34,12 @@ class PieceGate final : public RequestGate {
 
 }  // namespace
 
+bool CopyGate::open() const {
+  if (!armed_.load(std::memory_order_acquire)) return false;
+  cuda::ContextScope scope(context_);
+  return cuda::event_query(event_, "a piece's copy into host memory") != COHORT_IN_PROGRESS;
+}
+
 Status Staging::create(std::unique_ptr<Staging> *out) {
   std::unique_ptr<Staging> staging(new Staging);
   staging->context_ = cuda::current_context();
@@ -55,6 +61,7 @@ Status Staging::create(std::unique_ptr<Staging> *out) {
 Staging::~Staging() {
   cuda::ContextScope scope(context_);
   drain(10);
+  for (void *event : copy_events_) cuda::event_destroy(event);
   cuda::event_destroy(end_);
   cuda::stream_destroy(own_stream_);
 }
@@ -108,6 +115,16 @@ Status Staging::own_stream(void **stream) {
     if (is_error(s)) return s;
   }
   *stream = own_stream_;
+  return COHORT_SUCCESS;
+}
+
+Status Staging::copy_event(size_t slot, void **event) {
+  if (copy_events_.size() <= slot) copy_events_.resize(slot + 1, nullptr);
+  if (copy_events_[slot] == nullptr) {
+    Status s = cuda::event_create(&copy_events_[slot], "creating a staging event");
+    if (is_error(s)) return s;
+  }
+  *event = copy_events_[slot];
   return COHORT_SUCCESS;
 }
 

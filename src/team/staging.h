@@ -8,6 +8,7 @@
 // reset.  Made in the calling thread's CUDA context at the team's first such call.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,25 @@ namespace cohort {
 inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
+
+// A piece of a blocking call: open once the copy of its input into its slot ended (the event
+// recorded after it, armed when the copy was enqueued).  Its end writes nothing: the calling
+// thread watches the piece itself.
+class CopyGate final : public RequestGate {
+ public:
+  explicit CopyGate(void *context) : context_(context) {}
+  void arm(void *event) {
+    event_ = event;
+    armed_.store(true, std::memory_order_release);
+  }
+  bool open() const override;
+  void end(Status) override {}
+
+ private:
+  void *context_;  // the progress engine's thread has none of its own
+  void *event_ = nullptr;
+  std::atomic<bool> armed_{false};
+};
 
 class Staging {
  public:
@@ -45,8 +65,11 @@ class Staging {
   // stream, and its end recorded.
   Status order(void *stream);
   Status finished(void *stream);
-  // The stream of blocking calls, made at first use.
+  // The stream of blocking calls, made at first use, and the events after their copies in
+  // (one per slot).
   Status own_stream(void **stream);
+  Status copy_event(size_t slot, void **event);
+  std::shared_ptr<CopyGate> copy_gate() const { return std::make_shared<CopyGate>(context_); }
   // Waits up to `timeout_s` for the device to be done with every call's memory, then frees
   // what it is done with; what it may still touch is left allocated (said at WARN).
   void drain(double timeout_s);
@@ -67,6 +90,7 @@ class Staging {
   uint32_t next_piece_ = 0;
   void *own_stream_ = nullptr;
   void *end_ = nullptr;  // recorded after each call
+  std::vector<void *> copy_events_;
   void *last_stream_ = nullptr;
   bool used_ = false;  // a call recorded end_
   std::vector<Retired> retired_;

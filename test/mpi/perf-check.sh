@@ -50,9 +50,11 @@ add "3 cuda allreduce -d int32 -o avg --in-place"
 add "4 cuda allreduce,reduce_scatter -d fp16 -o sum --roofline"
 add "2 fails --vs-mpi_on_GPU_device_memory -c allreduce -m cuda --vs-mpi"
 add "2 fails -m_bogus:_unknown_memory -c allreduce -m bogus"
-add "2 fails --graph,_--roofline_and_--no-register_run_on_the_GPU -c allreduce --graph 4"
-add "2 fails --graph,_--roofline_and_--no-register_run_on_the_GPU -c allreduce --no-register"
+add "2 fails --graph,_--roofline,_--no-register_and_--blocking_run_on_the_GPU -c allreduce --graph 4"
+add "2 fails --graph,_--roofline,_--no-register_and_--blocking_run_on_the_GPU -c allreduce --no-register"
+add "2 fails --graph,_--roofline,_--no-register_and_--blocking_run_on_the_GPU -c allreduce --blocking"
 add "2 cuda allreduce,allgather,reduce_scatter,alltoall -d fp32 -o sum --no-register"
+add "2 cuda allreduce,broadcast -d fp32 -o sum --blocking"
 
 if [ -n "$COHORT_PERF_CHECK_FILTER" ]; then
   tests=$(printf '%s\n' "$tests" | grep -E -- "$COHORT_PERF_CHECK_FILTER")
