@@ -75,6 +75,10 @@ const std::vector<ParamSpec> kParams = {
      "collectives on device memory that run through host memory (a team across hosts): "
      "allreduce, reduce and broadcast go in pieces of this size (a power of two), so that "
      "copies overlap the wire.  Every rank of a team must set the same"},
+    {"PROGRESS_BIND", ParamType::kEnum, "SPREAD", "", "SPREAD,INHERIT", kAny,
+     "where Cohort's progress thread (device collectives through host memory) runs: SPREAD, on "
+     "any CPU the job may use; INHERIT, on the rank's own cores (it then takes turns with the "
+     "application's thread there)"},
     {"COLL_ALGO", ParamType::kString, "", "", "", kAny,
      "algorithm rules in front of the defaults: COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS];"
      "... with memory KINDS joined by + (host, cuda-host, cuda-managed, cuda-device), LO/HI bytes "

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <optional>
@@ -260,6 +261,7 @@ void CommState::packed(CallId call, size_t bytes) {
 int CommState::finish(CallId call, cohort_status_t status, int *rc, const char *where) {
   if (status == COHORT_SUCCESS) {
     ++counts_[call.index()].cohort;
+    if (std::strncmp(where, kGpuPath, std::strlen(kGpuPath)) == 0) ++counts_[call.index()].gpu;
     say(kEveryCall, "%s ran on %s", call.name(), where);
     *rc = MPI_SUCCESS;
     return 1;
@@ -311,6 +313,7 @@ void CommState::report() const {
     if (counts.cohort == 0 && fallbacks == 0 && counts.failed == 0) continue;
     const CallId call{static_cast<coll_cohort_kind_t>(c / 2), c % 2 == 1};
     text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
+    if (long n = counts.gpu) text += " (" + std::to_string(n) + " on its GPU path)";
     if (long n = counts.packed) {
       text += " (" + std::to_string(n) + " packed from a datatype with gaps)";
     }

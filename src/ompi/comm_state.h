@@ -45,6 +45,10 @@ constexpr int kNumCallIds = COLL_COHORT_NUM_KINDS * 2;
 enum class StagedTo { kCohort, kOpenMpi, kGpu };
 constexpr int kNumStagedTo = 3;
 
+// Where a call ran when Cohort's GPU path ran it ("Cohort's GPU path (staged)" too): the
+// summary counts those apart.
+inline constexpr const char *kGpuPath = "Cohort's GPU path";
+
 class CommState : NonCopyable {
  public:
   explicit CommState(MPI_Comm comm);
@@ -104,6 +108,7 @@ class CommState : NonCopyable {
  private:
   struct Counts {
     long cohort = 0;  // staged ones included
+    long gpu = 0;     // of those, on Cohort's GPU path
     long packed = 0;  // calls with a datatype with gaps on this rank, moved packed
     long failed = 0;
     std::array<long, kNumStagedTo> staged{};

@@ -233,7 +233,7 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) {
       return ran(route, s, request, rc,
-                 onto_gpu == 0 ? "Cohort's GPU path" : "Cohort's GPU path (staged)");
+                 onto_gpu == 0 ? kGpuPath : "Cohort's GPU path (staged)");
     }
   }
   const std::string why = host_only
