@@ -91,7 +91,9 @@ done
 # one GPU need MPS, started by the caller).  Skipped, and said, without it.
 if [ -n "${WIRE_CHECK_TORCH:-}" ]; then
   note "# 4. NCCL (PyTorch's) allreduce, 2 hosts x 1 rank, socket transport on lo, device buffers"
-  if timeout 180 mpirun -np 2 "$WIRE_CHECK_TORCH" \
+  # --bind-to none: bound to the rank's one core, NCCL's proxy and socket threads take turns
+  # with the main thread (8 B took 8.5 ms instead of 24 us on an H100).
+  if timeout 180 mpirun -np 2 --bind-to none "$WIRE_CHECK_TORCH" \
     "$(dirname "$0")/nccl-wire-anchor.py" 1 8 16777216 67108864 >"$results/nccl-2x1.log" 2>&1; then
     read -r _ n8 _ <<<"$(awk '$1 == 8' "$results/nccl-2x1.log")"
     read -r _ _ nbus16 _ <<<"$(awk '$1 == 16777216' "$results/nccl-2x1.log")"
