@@ -176,6 +176,15 @@ void GpuTransport::release() {
 }
 
 bool GpuTransport::wanted(const tl::TeamView &team, std::string *why) const {
+  // A team across hosts runs its device collectives through host memory (team/coll_staged.cc):
+  // no window to allocate.
+  if (team.node_count > 1) {
+    *why = strprintf(
+        "the team spans %d hosts: its collectives on device memory run through "
+        "host memory, and registration on such teams is not built yet",
+        team.node_count);
+    return false;
+  }
   const std::vector<int> local = team.local_ranks();
   for (int r : local) {
     if (team.cuda_device[r] >= 0) continue;
@@ -388,12 +397,6 @@ Status GpuTransport::unavailable(const coll::Call &call) const {
     return failf(COHORT_ERR_NOT_SUPPORTED, "%s on GPU device memory: %s", name,
                  inactive_why_.c_str());
   }
-  if (view_.node_count > 1) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "%s on GPU device memory: the team spans %d hosts; GPU collectives run within "
-                 "one host so far",
-                 name, view_.node_count);
-  }
   return COHORT_SUCCESS;
 }
 
@@ -545,12 +548,6 @@ size_t GpuTransport::memory_bytes() const {
 Status GpuTransport::registrable() const {
   if (!active_) {
     return failf(COHORT_ERR_NOT_SUPPORTED, "cohort_mem_register: %s", inactive_why_.c_str());
-  }
-  if (view_.node_count > 1) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "cohort_mem_register: the team spans %d hosts; GPU collectives run within one "
-                 "host so far",
-                 view_.node_count);
   }
   return COHORT_SUCCESS;
 }
