@@ -4,9 +4,10 @@
 // team at once, in call order with the team's other collectives, behind a gate that opens when
 // the stream has copied the piece's input in (staging.h).  The stream copies each piece in,
 // writes its number, waits for the queue to write it back, and copies the output out; a piece
-// reuses the slot of the piece kSlots before it once that one was copied out.  The caller's
-// thread only enqueues; the progress engine (progress_engine.h) runs the pieces, so the copies
-// of one piece overlap the wire of another and no host thread waits per call.
+// reuses the slot of the piece kSlots before it once that one was copied out.  On a stream the
+// caller's thread only enqueues; the progress engine (progress_engine.h) runs the pieces, so
+// the copies of one piece overlap the wire of another and no host thread waits per call.  A
+// blocking call is driven by its own thread instead (run_staged_blocking).
 #include "core/clock.h"
 #include "core/cuda_stream.h"
 #include "core/log.h"
