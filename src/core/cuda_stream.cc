@@ -18,11 +18,6 @@ constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
 constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kWaitGeq = 0;             // CU_STREAM_WAIT_VALUE_GEQ (cyclic)
 
-struct Entry {
-  const char *name;
-  void *address = nullptr;
-};
-
 // The entry points, by name; the _v2 stream memory operations (CUDA 11.7 and later) before
 // the first ones, which needed a driver option on older systems.
 enum Fn {

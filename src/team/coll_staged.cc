@@ -33,6 +33,27 @@ CollCall piece_call(const CollCall &call, const StagedPiece &p, char *slot) {
   return c;
 }
 
+// Piece k's slot: the pieces take the slots in turn.
+char *slot_of(const Staging &st, const StagedPlan &plan, size_t k) {
+  return st.memory() + (k % kSlots) * plan.slot_bytes;
+}
+
+// Piece k's input from the call's buffer into its slot, and its output back, on `stream`.
+Status copy_in(const CollCall &call, const StagedPlan &plan, const Staging &st, size_t k,
+               void *stream) {
+  const StagedCopy &in = plan.pieces[k].in;
+  return cuda::copy_async(slot_of(st, plan, k) + in.slot_offset,
+                          static_cast<const char *>(call.src) + in.device_offset, in.bytes, stream,
+                          "copying a piece of device memory into host memory");
+}
+Status copy_out(const CollCall &call, const StagedPlan &plan, const Staging &st, size_t k,
+                void *stream) {
+  const StagedCopy &out = plan.pieces[k].out;
+  return cuda::copy_async(static_cast<char *>(call.dst) + out.device_offset,
+                          slot_of(st, plan, k) + out.slot_offset, out.bytes, stream,
+                          "copying a piece of the result back to device memory");
+}
+
 }  // namespace
 
 CollFront::~CollFront() { ProgressEngine::instance().forget(this); }
@@ -48,8 +69,7 @@ Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan,
   runs->resize(plan.pieces.size());
   for (size_t k = 0; k < plan.pieces.size(); ++k) {
     StagedRun &run = (*runs)[k];
-    char *slot = staging_->memory() + (k % kSlots) * plan.slot_bytes;
-    run.call = piece_call(call, plan.pieces[k], slot);
+    run.call = piece_call(call, plan.pieces[k], slot_of(*staging_, plan, k));
     Status s = choose(run.call, &run.args, &run.rule);
     if (is_error(s)) return s;
     if (run.rule == nullptr) {
@@ -64,37 +84,23 @@ Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan,
 // before k reuses its slot; the last ones out at the end.
 Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first,
                                  void *stream) {
-  const char *in = "copying a piece of device memory into host memory";
-  const char *out = "copying a piece of the result back to device memory";
   Staging &st = *staging_;
-  auto copy_out = [&](size_t k) {
-    const StagedPiece &p = plan.pieces[k];
-    char *slot = st.memory() + (k % kSlots) * plan.slot_bytes;
+  auto finish_piece = [&](size_t k) {
     Status s = cuda::wait_word(st.done_word(), first + static_cast<uint32_t>(k) + 1, stream,
                                "waiting for a piece's host collective");
-    if (!is_error(s) && p.out.bytes > 0) {
-      s = cuda::copy_async(static_cast<char *>(call.dst) + p.out.device_offset,
-                           slot + p.out.slot_offset, p.out.bytes, stream, out);
-    }
-    return s;
+    return is_error(s) ? s : copy_out(call, plan, st, k, stream);
   };
   Status s = st.order(stream);
   const size_t n = plan.pieces.size();
   for (size_t k = 0; k < n && !is_error(s); ++k) {
-    if (k >= kSlots) s = copy_out(k - kSlots);
-    const StagedPiece &p = plan.pieces[k];
-    char *slot = st.memory() + (k % kSlots) * plan.slot_bytes;
-    if (!is_error(s) && p.in.bytes > 0) {
-      s = cuda::copy_async(slot + p.in.slot_offset,
-                           static_cast<const char *>(call.src) + p.in.device_offset, p.in.bytes,
-                           stream, in);
-    }
+    if (k >= kSlots) s = finish_piece(k - kSlots);
+    if (!is_error(s)) s = copy_in(call, plan, st, k, stream);
     if (!is_error(s)) {
       s = cuda::write_word(st.ready_word(), first + static_cast<uint32_t>(k) + 1, stream,
                            "announcing a piece in host memory");
     }
   }
-  for (size_t k = n > kSlots ? n - kSlots : 0; k < n && !is_error(s); ++k) s = copy_out(k);
+  for (size_t k = n > kSlots ? n - kSlots : 0; k < n && !is_error(s); ++k) s = finish_piece(k);
   return is_error(s) ? s : st.finished(stream);
 }
 
@@ -154,13 +160,9 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   Staging &st = *staging_;
   const size_t n = runs->size();
   std::vector<std::shared_ptr<CopyGate>> gates(n);
-  auto slot_of = [&](size_t k) { return st.memory() + (k % kSlots) * plan.slot_bytes; };
-  auto copy_in = [&](size_t k) {
-    const StagedPiece &p = plan.pieces[k];
+  auto start_piece = [&](size_t k) {
     void *event = nullptr;
-    Status s = cuda::copy_async(
-        slot_of(k) + p.in.slot_offset, static_cast<const char *>(call.src) + p.in.device_offset,
-        p.in.bytes, stream, "copying a piece of device memory into host memory");
+    Status s = copy_in(call, plan, st, k, stream);
     if (!is_error(s)) s = st.copy_event(k % kSlots, &event);
     if (!is_error(s)) s = cuda::event_record(event, stream, "recording a piece's copy");
     if (!is_error(s)) gates[k]->arm(event);
@@ -173,18 +175,13 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
     queue((*runs)[k].call, (*runs)[k].args, *(*runs)[k].rule, (*runs)[k].request);
   }
   Status s = st.order(stream);
-  for (size_t k = 0; k < std::min(n, kSlots) && !is_error(s); ++k) s = copy_in(k);
+  for (size_t k = 0; k < std::min(n, kSlots) && !is_error(s); ++k) s = start_piece(k);
   bool piece_failed = false;  // then the team stopped already, told every peer
   for (size_t k = 0; k < n && !is_error(s); ++k) {
-    s = wait_piece(*(*runs)[k].request);
+    s = wait((*runs)[k].request);
     piece_failed = is_error(s);
-    const StagedPiece &p = plan.pieces[k];
-    if (!is_error(s) && p.out.bytes > 0) {
-      s = cuda::copy_async(static_cast<char *>(call.dst) + p.out.device_offset,
-                           slot_of(k) + p.out.slot_offset, p.out.bytes, stream,
-                           "copying a piece of the result back to device memory");
-    }
-    if (!is_error(s) && k + kSlots < n) s = copy_in(k + kSlots);
+    if (!is_error(s)) s = copy_out(call, plan, st, k, stream);
+    if (!is_error(s) && k + kSlots < n) s = start_piece(k + kSlots);
   }
   const std::string why = is_error(s) ? last_error() : "";
   // A copy the driver refused: the queued pieces would wait for it, and the peers with them.
@@ -199,16 +196,6 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
     backoff.pause();
   }
   return is_error(s) ? fail(s, why) : ended;
-}
-
-// Moves the queue on until `r` ended; its failure, if it failed.
-Status CollFront::wait_piece(CollRequest &r) {
-  Backoff backoff(spins_);
-  while (r.status == COHORT_IN_PROGRESS) {
-    if (progress_requests()) backoff.reset();
-    backoff.pause();
-  }
-  return is_error(r.status) ? fail(r.status, r.error) : COHORT_SUCCESS;
 }
 
 // The team is going away: its staged pieces run to their end first (they end at the latest at

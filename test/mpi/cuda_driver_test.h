@@ -5,7 +5,8 @@
 #pragma once
 
 #include <dlfcn.h>
-#include <mpi.h>
+
+#include "test_support.h"
 
 namespace mpi_test {
 
@@ -35,7 +36,7 @@ struct CudaDriver {
     void *context = nullptr;
     return init && device_count && device_get && retain && set_current && stream_create &&
            stream_sync && init(0) == 0 && device_count(&count) == 0 && count > 0 &&
-           device_get(&device, local_rank() % count) == 0 && retain(&context, device) == 0 &&
+           device_get(&device, local_ranks().rank % count) == 0 && retain(&context, device) == 0 &&
            set_current(context) == 0;
   }
 
@@ -43,15 +44,6 @@ struct CudaDriver {
   void *new_stream() {
     void *stream = nullptr;
     return stream_create(&stream, 1) == 0 ? stream : nullptr;
-  }
-
-  static int local_rank() {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    return local;
   }
 };
 

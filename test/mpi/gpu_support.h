@@ -39,20 +39,6 @@ inline double input(cohort_dtype_t t, cohort_op_t op, int rank, size_t i) {
   return is_unsigned ? v : v - 4;
 }
 
-struct Local {
-  int rank = 0, size = 1;
-};
-
-inline Local local_ranks() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  Local l;
-  MPI_Comm_rank(node, &l.rank);
-  MPI_Comm_size(node, &l.size);
-  MPI_Comm_free(&node);
-  return l;
-}
-
 // A team over MPI_COMM_WORLD bound to local rank % GPUs (shared GPUs need
 // COHORT_ALLOW_SHARED_GPU=1, which the run script sets).
 inline cohort_team_t gpu_team() {

@@ -66,6 +66,21 @@ inline std::string opt_str(const char *name, const char *fallback) {
   return it == g_opts.end() ? fallback : it->second;
 }
 
+// This rank's place among the ranks of its machine (MPI's shared-memory split).
+struct Local {
+  int rank = 0, size = 1;
+};
+
+inline Local local_ranks() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  Local l;
+  MPI_Comm_rank(node, &l.rank);
+  MPI_Comm_size(node, &l.size);
+  MPI_Comm_free(&node);
+  return l;
+}
+
 inline cohort_team_config_t config_with_timeout(double seconds) {
   cohort_team_config_t cfg;
   cohort_team_config_init(&cfg);
