@@ -525,19 +525,33 @@ COHORT_API cohort_status_t cohort_mem_register(cohort_team_t team, void *buffer,
  * its registrations' mappings too; their handles are then no longer valid. */
 COHORT_API cohort_status_t cohort_mem_deregister(cohort_team_t team, cohort_mem_reg_t reg);
 
-/* Point-to-point on host memory: `count` elements to or from team rank `peer` (self
- * included, inside a group).  Messages between two ranks match in order; the receive's size
- * must equal the send's.  Between cohort_group_start and cohort_group_end (per thread,
- * nestable) operations are only checked and collected; the outermost cohort_group_end runs
- * them all together and returns when all completed, so a group may exchange with many peers
- * at once without deadlock (ring shifts, alltoallv).  If an operation in a group fails its
- * check, that call returns the error and cohort_group_end runs nothing and returns it too.
- * Outside a group each call is blocking (a send larger than the channel waits for its
- * receive). */
+/* Point-to-point: `count` elements to or from team rank `peer` (self included, inside a
+ * group).  Messages between two ranks match in order; the receive's size must equal the
+ * send's.  Between cohort_group_start and cohort_group_end (per thread, nestable) operations
+ * are only checked and collected; the outermost cohort_group_end runs them all together, so a
+ * group may exchange with many peers at once without deadlock (ring shifts, alltoallv).  If an
+ * operation in a group fails its check, that call returns the error and cohort_group_end runs
+ * nothing and returns it too.
+ * cohort_send / cohort_recv: host, managed or GPU device memory; cohort_group_end returns when
+ * every operation completed (outside a group each call is blocking: a send larger than the
+ * channel waits for its receive).
+ * cohort_send_stream / cohort_recv_stream: stream-ordered, like the _stream collectives: the
+ * buffers are read and written when `stream` (a cudaStream_t; NULL: CUDA's default stream)
+ * reaches the operation, and cohort_group_end only enqueues (outside a group, so does the
+ * call).  One team's operations in a group are all blocking or all on one stream.
+ * On device memory, send/recv runs through page-locked host memory, within a host and across
+ * hosts: the sends' bytes are copied into it, the group runs over the host path, the bytes
+ * received are copied back; a group is staged whole (host memory of its total size, kept for
+ * the team's later calls).  Capturing such a group into a CUDA graph returns
+ * COHORT_ERR_NOT_SUPPORTED. */
 COHORT_API cohort_status_t cohort_send(cohort_team_t team, const void *buf, size_t count,
                                        cohort_dtype_t dtype, int peer);
 COHORT_API cohort_status_t cohort_recv(cohort_team_t team, void *buf, size_t count,
                                        cohort_dtype_t dtype, int peer);
+COHORT_API cohort_status_t cohort_send_stream(cohort_team_t team, const void *buf, size_t count,
+                                              cohort_dtype_t dtype, int peer, void *stream);
+COHORT_API cohort_status_t cohort_recv_stream(cohort_team_t team, void *buf, size_t count,
+                                              cohort_dtype_t dtype, int peer, void *stream);
 COHORT_API cohort_status_t cohort_group_start(void);
 COHORT_API cohort_status_t cohort_group_end(void);
 

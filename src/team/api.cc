@@ -247,42 +247,54 @@ Status run_group(std::vector<GroupOp> ops) {
     for (const auto &t : teams) seen = seen || t == g.team;
     if (!seen) teams.push_back(g.team);
   }
+  // A team's stream-ordered operations are only enqueued: no request to wait for.  A team
+  // that refuses its operations posts nothing; those posted on teams before it still run
+  // (their peers wait for them) and are waited for.
   std::vector<std::shared_ptr<CollRequest>> requests(teams.size());
-  for (size_t t = 0; t < teams.size(); ++t) {
+  Status result = COHORT_SUCCESS;
+  std::string why;
+  auto failed = [&](Status s) {
+    if (!is_error(s) || is_error(result)) return;
+    result = s;
+    why = last_error();
+  };
+  for (size_t t = 0; t < teams.size() && !is_error(result); ++t) {
     std::vector<P2POp> mine;
     for (const GroupOp &g : ops) {
       if (g.team == teams[t]) mine.push_back(g.op);
     }
-    Status s = teams[t]->colls().post_p2p(mine, &requests[t]);
-    if (is_error(s)) return s;
+    failed(teams[t]->colls().post_p2p(mine, &requests[t]));
   }
   // Every team's request moves at each pass: a group spanning teams cannot wait on itself.
   Backoff backoff;
-  Status result = COHORT_SUCCESS;
   for (size_t done = 0; done < teams.size();) {
     done = 0;
     bool moved = false;
     for (size_t t = 0; t < teams.size(); ++t) {
-      Status s = teams[t]->colls().test(requests[t]);
+      Status s = requests[t] ? teams[t]->colls().test(requests[t]) : COHORT_SUCCESS;
       if (s == COHORT_IN_PROGRESS) {
         moved = moved || requests[t]->moved;
         continue;
       }
       ++done;
-      if (is_error(s) && !is_error(result)) result = s;
+      failed(s);
     }
     if (done == teams.size()) break;
     if (moved) backoff.reset();
     backoff.pause();
   }
-  return result;
+  // Device buffers: the bytes received are copied back to them after the requests' end.
+  for (size_t t = 0; t < teams.size(); ++t) {
+    if (requests[t]) failed(teams[t]->colls().settle_p2p(requests[t]));
+  }
+  return is_error(result) ? fail(result, why) : result;
 }
 
 Status p2p(const char *call, cohort_team_t handle, P2POp op) {
   return guarded(call, [&]() -> Status {
     std::shared_ptr<TeamImpl> team;
     Status s = ready_team(handle, &team);
-    if (!is_error(s)) s = team->colls().check_p2p(op);
+    if (!is_error(s)) s = team->colls().check_p2p(&op);
     if (t_group.depth == 0) return is_error(s) ? s : run_group({GroupOp{team, op}});
     if (is_error(s)) {
       if (!is_error(t_group.error)) {
@@ -712,6 +724,19 @@ cohort_status_t cohort_send(cohort_team_t handle, const void *buf, size_t count,
 cohort_status_t cohort_recv(cohort_team_t handle, void *buf, size_t count, cohort_dtype_t dtype,
                             int peer) {
   return cohort::p2p("cohort_recv", handle, cohort::P2POp{false, buf, count, dtype, peer});
+}
+
+cohort_status_t cohort_send_stream(cohort_team_t handle, const void *buf, size_t count,
+                                   cohort_dtype_t dtype, int peer, void *stream) {
+  return cohort::p2p("cohort_send_stream", handle,
+                     cohort::P2POp{true, const_cast<void *>(buf), count, dtype, peer, true,
+                                   stream});
+}
+
+cohort_status_t cohort_recv_stream(cohort_team_t handle, void *buf, size_t count,
+                                   cohort_dtype_t dtype, int peer, void *stream) {
+  return cohort::p2p("cohort_recv_stream", handle,
+                     cohort::P2POp{false, buf, count, dtype, peer, true, stream});
 }
 
 cohort_status_t cohort_group_start(void) {

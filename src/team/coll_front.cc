@@ -153,6 +153,11 @@ void CollFront::queue(const CollCall &call, const coll::CollArgs &args,
   r.buffers.scratch = nullptr;
   r.buffers.user.clear();
   r.dtype = call.dtype;
+  push(request);
+}
+
+void CollFront::push(const std::shared_ptr<CollRequest> &request) {
+  CollRequest &r = *request;
   std::lock_guard<std::mutex> lock(mutex_);
   if (r.gate) ++staged_queued_;
   if (stopped_ || !stop_reason_.empty()) {  // stopped since the call was checked

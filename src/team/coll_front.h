@@ -72,10 +72,15 @@ class CollFront {
   // the registration, the same on every rank.
   Status register_buffer(void *buffer, size_t bytes, int *slot);
   Status deregister_buffer(int slot);
-  // Send/recv groups (coll_p2p.cc): each operation is checked when called; a group's checked
-  // operations are posted as one request.
-  Status check_p2p(const P2POp &op) const;
+  // Send/recv groups (coll_p2p.cc): each operation is checked when called (which marks the
+  // ones on device memory); a group's checked operations are posted as one request.  A group
+  // on device memory or on a stream runs through host memory (coll_p2p_staged.cc); a
+  // stream-ordered group is only enqueued (*out stays null: nothing to wait for).
+  Status check_p2p(P2POp *op) const;
   Status post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out);
+  // After a posted group's request ended: the copies of a blocking group on device memory
+  // back to the caller's buffers ended too; returns the group's result.
+  Status settle_p2p(const std::shared_ptr<CollRequest> &request);
   // COHORT_SUCCESS, COHORT_IN_PROGRESS or the request's failure (progresses the queue).
   Status test(const std::shared_ptr<CollRequest> &request);
   Status wait(const std::shared_ptr<CollRequest> &request);
@@ -111,7 +116,16 @@ class CollFront {
   };
   bool staged() const;
   std::string staged_reason() const;
+  // Makes the staging at first use, takes its own stream for a blocking call (*stream), and
+  // refuses a stream that is capturing a graph; `what` names the call in messages.
+  Status stage_on(const char *what, void **stream, bool blocking);
   Status run_staged(const CollCall &call, void *stream, bool blocking);
+  Status build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const;
+  Status post_p2p_staged(const std::vector<P2POp> &ops, void *stream, bool blocking,
+                         std::shared_ptr<CollRequest> *out);
+  Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,
+                            uint32_t piece, void *stream);
+  void push(const std::shared_ptr<CollRequest> &request);  // onto the queue, unless stopped
   Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,

@@ -1,6 +1,7 @@
 // Send/recv groups on a team: the operations become one request whose schedule holds them
 // all (coll/p2p.h).  Spans are bytes of the caller's buffers; sends to self are paired in
-// order with receives from self and become local copies.
+// order with receives from self and become local copies.  Groups on device memory or on a
+// stream run the same schedule on host memory (coll_p2p_staged.cc).
 #include <string>
 
 #include "coll/dtype.h"
@@ -11,36 +12,76 @@
 
 namespace cohort {
 
-Status CollFront::check_p2p(const P2POp &op) const {
-  const char *what = op.send ? "cohort_send" : "cohort_recv";
+Status CollFront::check_p2p(P2POp *op) const {
+  const char *what = op->send ? (op->on_stream ? "cohort_send_stream" : "cohort_send")
+                              : (op->on_stream ? "cohort_recv_stream" : "cohort_recv");
   Status s = usable_for(what);
   if (is_error(s)) return s;
-  if (is_error(coll::check_dtype(op.dtype))) {
+  if (is_error(coll::check_dtype(op->dtype))) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: %s", what, last_error().c_str());
   }
-  if (op.peer < 0 || op.peer >= info_.size) {
-    return failf(COHORT_ERR_INVALID_ARG, "%s: peer=%d is outside the team (size %d)", what, op.peer,
-                 info_.size);
+  if (op->peer < 0 || op->peer >= info_.size) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: peer=%d is outside the team (size %d)", what,
+                 op->peer, info_.size);
   }
-  if (s = check_count(what, op.count, coll::dtype_size(op.dtype), 1); is_error(s)) return s;
-  if (op.count > 0 && op.buf == nullptr) {
-    return failf(COHORT_ERR_INVALID_ARG, "%s: buffer is NULL with count %zu", what, op.count);
+  if (s = check_count(what, op->count, coll::dtype_size(op->dtype), 1); is_error(s)) return s;
+  if (op->count > 0 && op->buf == nullptr) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: buffer is NULL with count %zu", what, op->count);
   }
-  if (op.buf != nullptr && !host_accessible(memory_kind_detector().kind_of(op.buf))) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "%s: the buffer is GPU device memory; send/recv on device buffers is not built "
-                 "yet: pass host (or managed) memory",
-                 what);
+  op->device = op->buf != nullptr && !host_accessible(memory_kind_detector().kind_of(op->buf));
+  return COHORT_SUCCESS;
+}
+
+namespace {
+
+// One team's operations of a group: all blocking or all on one stream.
+Status group_route(const TeamInfo &info, const std::vector<P2POp> &ops, bool *on_stream,
+                   bool *device) {
+  *on_stream = !ops.empty() && ops.front().on_stream;
+  *device = false;
+  for (const P2POp &op : ops) {
+    *device = *device || op.device;
+    if (op.on_stream != *on_stream) {
+      return failf(COHORT_ERR_INVALID_USAGE,
+                   "send/recv group on team '%s': it mixes stream-ordered operations "
+                   "(cohort_send_stream / cohort_recv_stream) with blocking ones; one team's "
+                   "operations in a group must be all of one kind",
+                   info.name.c_str());
+    }
+    if (op.on_stream && op.stream != ops.front().stream) {
+      return failf(COHORT_ERR_NOT_SUPPORTED,
+                   "send/recv group on team '%s': its operations are on two streams (%p and "
+                   "%p); one team's operations in a group must share one stream so far",
+                   info.name.c_str(), ops.front().stream, op.stream);
+    }
   }
   return COHORT_SUCCESS;
 }
 
+}  // namespace
+
 // The operations were checked one by one (check_p2p) when they were called.
 Status CollFront::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out) {
+  out->reset();
   Status s = usable_for("send/recv group");
+  bool on_stream = false, device = false;
+  if (!is_error(s)) s = group_route(info_, ops, &on_stream, &device);
   if (is_error(s)) return s;
+  if (on_stream || device) {
+    return post_p2p_staged(ops, on_stream ? ops.front().stream : nullptr, !on_stream, out);
+  }
   auto request = std::make_shared<CollRequest>();
+  s = build_p2p(ops, request.get());
+  if (is_error(s)) return s;
+  push(request);
+  *out = std::move(request);
+  return COHORT_SUCCESS;
+}
+
+// The group's schedule on the operations' buffers.
+Status CollFront::build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const {
   request->reset("send/recv group");
+  request->buffers = {};
   std::vector<coll::Action> actions;
   std::vector<int> self_sends;  // user-buffer indices of sends to self, in order
   size_t self_recvs = 0, bytes = 0;
@@ -85,11 +126,6 @@ Status CollFront::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRe
   args.elem_size = 1;
   request->algorithm = coll::make_p2p_group(args, std::move(actions));
   request->dtype = COHORT_UINT8;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(request);
-  }
-  *out = std::move(request);
   return COHORT_SUCCESS;
 }
 

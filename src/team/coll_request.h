@@ -16,13 +16,16 @@ namespace cohort {
 
 constexpr uint32_t kIdlePollsPerClockRead = 64;
 
-// One send or receive of a group (cohort_send / cohort_recv).
+// One send or receive of a group (cohort_send / cohort_recv, and their _stream forms).
 struct P2POp {
   bool send = true;
   void *buf = nullptr;  // read for a send
   size_t count = 0;
   cohort_dtype_t dtype = COHORT_INT8;
   int peer = 0;
+  bool on_stream = false;  // stream-ordered (cohort_send_stream / cohort_recv_stream)
+  void *stream = nullptr;  // its cudaStream_t (null: CUDA's default stream)
+  bool device = false;     // buf is GPU device memory (set by the check)
 };
 
 // Holds a request back until something outside the team is ready for it (the stream that
@@ -53,6 +56,9 @@ struct CollRequest {
   std::string error;                  // the failure's message
   bool told = false;                  // ended by a peer's notice (so not announced again)
   std::shared_ptr<RequestGate> gate;  // none for a call made on the host
+  // A blocking send/recv group on device memory: the team's own stream copies its receives
+  // back once it ended (CollFront::settle_p2p waits for that).
+  bool copies_back = false;
 
   // Ready to be queued again (a blocking call reuses its request): the execution and the
   // scratch keep their memory.
@@ -60,7 +66,7 @@ struct CollRequest {
     what = name;
     status = COHORT_IN_PROGRESS;
     error.clear();
-    started = draining = moved = told = false;
+    started = draining = moved = told = copies_back = false;
     idle_polls = 0;
     idle_since_ns = 0;
   }

@@ -104,8 +104,7 @@ Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan, u
   return is_error(s) ? s : st.finished(stream);
 }
 
-Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) {
-  const char *name = coll::collective_name(call.collective);
+Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
   Status s = cuda::stream_ops_available();
   if (!is_error(s) && !staging_) {
     s = Staging::create(&staging_);
@@ -115,18 +114,24 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
                       "%zu bytes, %zu slots, copies on the caller's stream",
                       info_.name.c_str(), staged_reason().c_str(), chunk_bytes_, kSlots);
   }
-  if (!is_error(s) && blocking) s = staging_->own_stream(&stream);
-  if (!is_error(s)) s = cuda::stream_capturing(stream, "asking the stream's capture state");
+  if (!is_error(s) && blocking) s = staging_->own_stream(stream);
+  if (!is_error(s)) s = cuda::stream_capturing(*stream, "asking the stream's capture state");
   if (s == COHORT_IN_PROGRESS) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s on GPU device memory through host memory (team '%s': %s): capturing it "
                  "into a CUDA graph is not supported yet; run it eagerly",
-                 name, info_.name.c_str(), staged_reason().c_str());
+                 what, info_.name.c_str(), staged_reason().c_str());
   }
   if (is_error(s)) {
-    return failf(s, "%s on GPU device memory through host memory (team '%s'): %s", name,
+    return failf(s, "%s on GPU device memory through host memory (team '%s'): %s", what,
                  info_.name.c_str(), last_error().c_str());
   }
+  return COHORT_SUCCESS;
+}
+
+Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) {
+  Status s = stage_on(coll::collective_name(call.collective), &stream, blocking);
+  if (is_error(s)) return s;
   const StagedPlan plan = plan_staged(call, info_.rank, info_.size, chunk_bytes_);
   const size_t slots = std::min(kSlots, plan.pieces.size());
   std::vector<StagedRun> runs;
@@ -221,7 +226,8 @@ std::string CollFront::staged_reason() const {
   if (info_.layout.node_count > 1) {
     return strprintf("it spans %d hosts", info_.layout.node_count);
   }
-  return "the GPU path does not serve it";
+  if (!device_ || !device_->active()) return "the GPU path does not serve it";
+  return "send/recv on device memory is not on the GPU path yet";
 }
 
 }  // namespace cohort

@@ -3,10 +3,10 @@
 //   abort-create  one rank aborts its creation after some polls while the others create
 //   ucx-fail      a UCX endpoint fails in a collective between (fake) hosts
 //   overflow      counts whose byte size wraps size_t or fits no address space
-// With --memory device (abort-ready's allreduce and barrier, ucx-fail), the collectives take
-// device memory of the CUDA driver (the tests' fake one without a GPU), blocking or with
-// --stream 1 on a stream (waited for after each call): between fake hosts they run through
-// host memory, and must fail as promptly, naming the same rank.
+// With --memory device (abort-ready's allreduce, barrier and p2p, ucx-fail), the collectives
+// and send/recv groups take device memory of the CUDA driver (the tests' fake one without a
+// GPU), blocking or with --stream 1 on a stream (waited for after each call): between fake
+// hosts they run through host memory, and must fail as promptly, naming the same rank.
 // Times are compared across ranks on CLOCK_MONOTONIC: the ranks share one host.
 #include <mpi.h>
 #include <unistd.h>
@@ -109,10 +109,24 @@ cohort_status_t run_op(cohort_team_t team, const std::string &op, std::vector<fl
     }
     return cohort_allreduce(team, buffer, buffer, data->size(), COHORT_FLOAT32, COHORT_SUM);
   }
+  const int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
+  if (device != nullptr && device->on) {  // the buffer's first half shifted into its second
+    const size_t half = data->size() / 2;
+    float *first = static_cast<float *>(buffer), *second = first + half;
+    cohort_group_start();
+    if (stream != nullptr) {
+      cohort_send_stream(team, first, half, COHORT_FLOAT32, next, stream);
+      cohort_recv_stream(team, second, half, COHORT_FLOAT32, prev, stream);
+    } else {
+      cohort_send(team, first, half, COHORT_FLOAT32, next);
+      cohort_recv(team, second, half, COHORT_FLOAT32, prev);
+    }
+    return device->ended(cohort_group_end());
+  }
   std::vector<float> in(data->size());
   cohort_group_start();
-  cohort_send(team, data->data(), data->size(), COHORT_FLOAT32, (g_rank + 1) % g_size);
-  cohort_recv(team, in.data(), in.size(), COHORT_FLOAT32, (g_rank + g_size - 1) % g_size);
+  cohort_send(team, data->data(), data->size(), COHORT_FLOAT32, next);
+  cohort_recv(team, in.data(), in.size(), COHORT_FLOAT32, prev);
   return cohort_group_end();
 }
 

@@ -35,6 +35,8 @@ cuda="LD_LIBRARY_PATH=${FAKE_CUDA_DIR:-./fake-cuda}:${LD_LIBRARY_PATH:-}"
 add "4 abort-ready --op allreduce --rank 3 --per-node 2 --memory device @UCX_TLS=tcp,self $cuda"
 add "4 abort-ready --op allreduce --rank 0 --per-node 2 --memory device --stream 1 @UCX_TLS=tcp,self $cuda"
 add "3 abort-ready --op barrier --rank 1 --per-node 1 --memory device --stream 1 @UCX_TLS=tcp,self $cuda"
+add "4 abort-ready --op p2p --rank 3 --per-node 2 --memory device @UCX_TLS=tcp,self $cuda"
+add "3 abort-ready --op p2p --rank 0 --per-node 1 --memory device --stream 1 @UCX_TLS=tcp,self $cuda"
 add "4 ucx-fail --per-node 2 --memory device @UCX_TLS=tcp,self COHORT_INJECT_UCX_FAILURE=1:2:3 $cuda"
 for np in 2 4 8; do add "$np overflow"; done
 

@@ -1,0 +1,111 @@
+// Send/recv groups on device memory, or on a stream, through host memory: one team's
+// operations of a group become one request, the same schedule as on host memory (coll_p2p.cc)
+// on page-locked staging memory, queued behind a gate like a staged collective's piece
+// (coll_staged.cc).  The stream copies what the group sends into the staging memory, writes
+// the group's piece number, waits for the queue to write it back, and copies what it received
+// out.  A stream-ordered group returns once that is enqueued; a blocking one (device buffers,
+// no stream) enqueues it on the team's own stream and waits for the copies back
+// (settle_p2p).  Each operation has its own place in the staging memory, so a group is one
+// piece whatever its size: pieces cut from a group would need the peers to cut their groups
+// alike, which groups of different shapes on two ranks (legal: messages match per peer) do
+// not.
+#include <algorithm>
+
+#include "coll/dtype.h"
+#include "core/clock.h"
+#include "core/cuda_stream.h"
+#include "team/coll_front.h"
+#include "team/progress_engine.h"
+
+namespace cohort {
+namespace {
+
+constexpr size_t kAlign = 256;  // where each operation's bytes start in the staging memory
+
+size_t op_bytes(const P2POp &op) { return op.count * coll::dtype_size(op.dtype); }
+
+// Each operation's offset in the staging memory, and the bytes of all.
+size_t layout(const std::vector<P2POp> &ops, std::vector<size_t> *offsets) {
+  size_t bytes = 0;
+  for (const P2POp &op : ops) {
+    bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+    offsets->push_back(bytes);
+    bytes += op_bytes(op);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, void *stream, bool blocking,
+                                  std::shared_ptr<CollRequest> *out) {
+  Status s = stage_on("send/recv group", &stream, blocking);
+  std::vector<size_t> offsets;
+  const size_t bytes = layout(ops, &offsets);
+  if (!is_error(s)) s = staging_->reserve(std::max<size_t>(1, bytes));
+  if (is_error(s)) return s;
+  std::vector<P2POp> staged = ops;
+  for (size_t i = 0; i < staged.size(); ++i) staged[i].buf = staging_->memory() + offsets[i];
+  auto request = std::make_shared<CollRequest>();
+  s = build_p2p(staged, request.get());  // a refused group leaves nothing behind
+  if (is_error(s)) return s;
+  const uint32_t piece = staging_->claim(1) + 1;
+  request->gate = staging_->gate(piece);
+  request->copies_back = blocking;
+  push(request);
+  ProgressEngine::instance().watch(this);
+  s = enqueue_p2p_copies(ops, staged, piece, stream);
+  if (is_error(s)) {
+    // The queued group would wait for copies that never come, and its peers with it.
+    const std::string why = last_error();
+    stop(s, why, true);
+    return fail(s, why);
+  }
+  if (blocking) *out = std::move(request);
+  return COHORT_SUCCESS;
+}
+
+// The sends' bytes in, the piece's number into ready, its number back waited for, the
+// receives' bytes out.
+Status CollFront::enqueue_p2p_copies(const std::vector<P2POp> &ops,
+                                     const std::vector<P2POp> &staged, uint32_t piece,
+                                     void *stream) {
+  Staging &st = *staging_;
+  Status s = st.order(stream);
+  for (size_t i = 0; i < ops.size() && !is_error(s); ++i) {
+    if (ops[i].send) {  // a send to self too: its receive copies it within the staging
+      s = cuda::copy_async(staged[i].buf, ops[i].buf, op_bytes(ops[i]), stream,
+                           "copying a send's bytes into host memory");
+    }
+  }
+  if (!is_error(s)) s = cuda::write_word(st.ready_word(), piece, stream, "announcing a group");
+  if (!is_error(s)) {
+    s = cuda::wait_word(st.done_word(), piece, stream, "waiting for a send/recv group");
+  }
+  for (size_t i = 0; i < ops.size() && !is_error(s); ++i) {
+    if (!ops[i].send) {
+      s = cuda::copy_async(ops[i].buf, staged[i].buf, op_bytes(ops[i]), stream,
+                           "copying a receive's bytes back to device memory");
+    }
+  }
+  return is_error(s) ? s : st.finished(stream);
+}
+
+Status CollFront::settle_p2p(const std::shared_ptr<CollRequest> &request) {
+  Status ended = COHORT_SUCCESS;
+  if (request->copies_back) {
+    void *stream = nullptr;
+    ended = staging_->own_stream(&stream);
+    Backoff backoff(spins_);
+    while (!is_error(ended)) {
+      ended = cuda::stream_query(stream, "a send/recv group through host memory");
+      if (ended != COHORT_IN_PROGRESS) break;
+      if (progress_requests()) backoff.reset();
+      backoff.pause();
+    }
+  }
+  if (is_error(request->status)) return fail(request->status, request->error);
+  return ended;
+}
+
+}  // namespace cohort
