@@ -728,9 +728,9 @@ cohort_status_t cohort_recv(cohort_team_t handle, void *buf, size_t count, cohor
 
 cohort_status_t cohort_send_stream(cohort_team_t handle, const void *buf, size_t count,
                                    cohort_dtype_t dtype, int peer, void *stream) {
-  return cohort::p2p("cohort_send_stream", handle,
-                     cohort::P2POp{true, const_cast<void *>(buf), count, dtype, peer, true,
-                                   stream});
+  return cohort::p2p(
+      "cohort_send_stream", handle,
+      cohort::P2POp{true, const_cast<void *>(buf), count, dtype, peer, true, stream});
 }
 
 cohort_status_t cohort_recv_stream(cohort_team_t handle, void *buf, size_t count,

@@ -101,8 +101,10 @@ Status CollFront::enqueue(const CollCall &call, void *stream) {
 // No earlier collective failed (its channels would hold part of that exchange) and no rank
 // aborted the team.
 Status CollFront::usable_for(const char *what) const {
+  // Without the queue's lock, which the progress engine takes at every poll: a stream call
+  // asks this for each piece.
+  if (!has_stop_reason_.load(std::memory_order_acquire)) return COHORT_SUCCESS;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stop_reason_.empty()) return COHORT_SUCCESS;
   if (stop_status_ == COHORT_ERR_ABORTED) {
     return failf(COHORT_ERR_ABORTED, "%s: team '%s' was aborted: %s", what, info_.name.c_str(),
                  stop_reason_.c_str());
@@ -158,7 +160,12 @@ void CollFront::queue(const CollCall &call, const coll::CollArgs &args,
 
 void CollFront::push(const std::shared_ptr<CollRequest> &request) {
   CollRequest &r = *request;
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (r.gate) r.queued_ns = now_ns();
+  // The progress engine takes the lock at every poll and holds it briefly: asleep in the
+  // lock, this thread would wait for the kernel to wake it (tens of microseconds).
+  Backoff backoff(kLockSpins);
+  while (!mutex_.try_lock()) backoff.pause();
+  std::lock_guard<std::mutex> lock(mutex_, std::adopt_lock);
   if (r.gate) ++staged_queued_;
   if (stopped_ || !stop_reason_.empty()) {  // stopped since the call was checked
     r.status = stop_reason_.empty() ? COHORT_ERR_ABORTED : stop_status_;
@@ -195,7 +202,10 @@ bool CollFront::progress_requests() {
   bool moved = false;
   while (!queue_.empty()) {
     const std::shared_ptr<CollRequest> head = queue_.front();
-    if (!head->started && head->gate && !head->gate->open()) return moved;
+    if (!head->started && head->gate) {
+      if (!head->gate->open()) return moved;
+      if (head->opened_ns == 0) head->opened_ns = now_ns();
+    }
     advance(*head);
     moved = moved || head->moved;
     if (head->status == COHORT_IN_PROGRESS) return moved;
@@ -214,6 +224,12 @@ bool CollFront::progress_staged(bool *moved) {
 
 void CollFront::ended(CollRequest &r) {
   if (!r.gate) return;
+  COHORT_LOG_TRACE(COLL,
+                   "%s: staged %s ended at %lld us: its gate opened %.1f us after it was "
+                   "queued, it ran %.1f us",
+                   info_.name.c_str(), r.what, static_cast<long long>(now_ns() / 1000),
+                   r.opened_ns ? (r.opened_ns - r.queued_ns) / 1e3 : -1.0,
+                   r.opened_ns ? (now_ns() - r.opened_ns) / 1e3 : -1.0);
   r.gate->end(r.status);
   r.gate.reset();
   --staged_queued_;
@@ -325,6 +341,7 @@ void CollFront::fail_queued(const CollRequest &failed) {
   stop_status_ =
       failed.status == COHORT_ERR_ABORTED ? COHORT_ERR_ABORTED : COHORT_ERR_INVALID_USAGE;
   stop_reason_ = failed.error;
+  has_stop_reason_.store(true, std::memory_order_release);
   for (const std::shared_ptr<CollRequest> &r : queue_) {
     r->status = stop_status_;
     r->error = strprintf("not run: an earlier collective on team '%s' failed: %s",
@@ -344,6 +361,7 @@ void CollFront::stop(Status status, const std::string &why, bool announce) {
   if (stop_reason_.empty()) {
     stop_status_ = status;
     stop_reason_ = why;
+    has_stop_reason_.store(true, std::memory_order_release);
   }
   for (const std::shared_ptr<CollRequest> &r : queue_) {
     r->status = status;

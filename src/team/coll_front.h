@@ -155,8 +155,12 @@ class CollFront {
   std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first
   std::shared_ptr<CollRequest> spare_;              // blocking calls' request, reused
   std::atomic<bool> stopped_{false};
-  std::atomic<int> staged_queued_{0};    // gated requests in the queue
-  Status stop_status_ = COHORT_SUCCESS;  // why the team runs no more (under mutex_)
+  std::atomic<bool> has_stop_reason_{false};  // stop_reason_ set (read without mutex_)
+  std::atomic<bool> watched_{false};          // by the progress engine (progress_engine.cc)
+  friend class ProgressEngine;
+  static constexpr unsigned kLockSpins = 256;  // push(): tries of the queue's lock before yielding
+  std::atomic<int> staged_queued_{0};          // gated requests in the queue
+  Status stop_status_ = COHORT_SUCCESS;        // why the team runs no more (under mutex_)
   std::string stop_reason_;
   std::unique_ptr<Staging> staging_;  // at the first call through host memory
 };

@@ -59,6 +59,8 @@ struct CollRequest {
   // A blocking send/recv group on device memory: the team's own stream copies its receives
   // back once it ended (CollFront::settle_p2p waits for that).
   bool copies_back = false;
+  int64_t queued_ns = 0;  // gated requests: when queued, and when the gate was seen open
+  int64_t opened_ns = 0;
 
   // Ready to be queued again (a blocking call reuses its request): the execution and the
   // scratch keep their memory.
@@ -69,6 +71,7 @@ struct CollRequest {
     started = draining = moved = told = copies_back = false;
     idle_polls = 0;
     idle_since_ns = 0;
+    queued_ns = opened_ns = 0;
   }
 };
 

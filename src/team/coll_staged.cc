@@ -130,6 +130,7 @@ Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
 }
 
 Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) {
+  const int64_t began_ns = now_ns();
   Status s = stage_on(coll::collective_name(call.collective), &stream, blocking);
   if (is_error(s)) return s;
   const StagedPlan plan = plan_staged(call, info_.rank, info_.size, chunk_bytes_);
@@ -153,6 +154,9 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
     stop(s, why, true);
     return fail(s, why);
   }
+  COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us",
+                   info_.name.c_str(), coll::collective_name(call.collective), runs.size(),
+                   static_cast<long long>(now_ns() / 1000), (now_ns() - began_ns) / 1e3);
   return COHORT_SUCCESS;
 }
 

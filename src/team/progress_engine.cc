@@ -18,6 +18,10 @@ ProgressEngine &ProgressEngine::instance() {
 }
 
 void ProgressEngine::watch(CollFront *front) {
+  // Polled already: no lock, which the engine holds while it polls (a stream call watches
+  // its team every time).  poll_all() clears the flag before it drops a front, then looks
+  // again, so a request queued before this call is never left unpolled.
+  if (front->watched_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(fronts_.begin(), fronts_.end(), front) == fronts_.end()) fronts_.push_back(front);
   if (!thread_.joinable()) {
@@ -30,6 +34,7 @@ void ProgressEngine::watch(CollFront *front) {
 void ProgressEngine::forget(CollFront *front) {
   std::lock_guard<std::mutex> lock(mutex_);
   fronts_.erase(std::remove(fronts_.begin(), fronts_.end(), front), fronts_.end());
+  front->watched_.store(false);
 }
 
 // One poll of every watched front (under mutex_); drops those with nothing staged left.
@@ -38,7 +43,14 @@ bool ProgressEngine::poll_all() {
   bool moved = false;
   for (size_t i = 0; i < fronts_.size();) {
     bool front_moved = false;
-    if (fronts_[i]->progress_staged(&front_moved)) {
+    CollFront &front = *fronts_[i];
+    bool keep = front.progress_staged(&front_moved);
+    if (!keep) {
+      front.watched_.store(false);
+      keep = front.staged_queued_.load() > 0 && !front.stopped_;
+      if (keep) front.watched_.store(true);
+    }
+    if (keep) {
       ++i;
     } else {
       fronts_.erase(fronts_.begin() + static_cast<long>(i));

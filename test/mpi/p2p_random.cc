@@ -93,7 +93,7 @@ size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 std::vector<Op> my_ops(const std::vector<Message> &all, int rank, std::mt19937_64 &mine,
                        size_t *send_bytes, size_t *recv_bytes) {
   std::vector<std::vector<Op>> queues;  // per peer and direction, in message order
-  std::vector<int> queue_of;  // by 2 * peer + send
+  std::vector<int> queue_of;            // by 2 * peer + send
   auto queue = [&](bool send, int peer) -> std::vector<Op> & {
     const size_t key = 2 * static_cast<size_t>(peer) + send;
     if (key >= queue_of.size()) queue_of.resize(key + 1, -1);
@@ -203,15 +203,15 @@ cohort_status_t run_group(cohort_team_t team, const std::vector<Op> &ops, std::v
 long check_allreduce(cohort_team_t team, int rank, int size, Device *d, long *failures) {
   constexpr size_t kCount = 17;
   std::vector<int32_t> in(kCount, rank + 1), out(kCount, -1);
-  void *stream = d && !d->streams.empty() ? d->streams[(d->calls - 1) % d->streams.size()] : nullptr;
+  void *stream =
+      d && !d->streams.empty() ? d->streams[(d->calls - 1) % d->streams.size()] : nullptr;
   cohort_status_t s = COHORT_SUCCESS;
   if (d == nullptr) {
     s = cohort_allreduce(team, in.data(), out.data(), kCount, COHORT_INT32, COHORT_SUM);
   } else {  // in the send arena's first bytes, which the group only read
     s = cohort_memcpy(d->send, in.data(), sizeof(int32_t) * kCount);
     if (s == COHORT_SUCCESS && stream != nullptr) {
-      s = cohort_allreduce_stream(team, d->send, d->send, kCount, COHORT_INT32, COHORT_SUM,
-                                  stream);
+      s = cohort_allreduce_stream(team, d->send, d->send, kCount, COHORT_INT32, COHORT_SUM, stream);
       if (s == COHORT_SUCCESS && d->driver.stream_sync(stream) != 0) s = COHORT_ERR_CUDA;
     } else if (s == COHORT_SUCCESS) {
       s = cohort_allreduce(team, d->send, d->send, kCount, COHORT_INT32, COHORT_SUM);
@@ -368,9 +368,10 @@ int main(int argc, char **argv) {
   long totals[3] = {bad, failures, messages};
   MPI_Allreduce(MPI_IN_PLACE, totals, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::printf("p2p_random: %ld groups on %d ranks, %ld messages, %ld bad bytes, %ld failed "
-                "calls, %.1f s\n",
-                o.iters, size, totals[2], totals[0], totals[1], MPI_Wtime() - t0);
+    std::printf(
+        "p2p_random: %ld groups on %d ranks, %ld messages, %ld bad bytes, %ld failed "
+        "calls, %.1f s\n",
+        o.iters, size, totals[2], totals[0], totals[1], MPI_Wtime() - t0);
   }
   MPI_Finalize();
   return totals[0] == 0 && totals[1] == 0 ? 0 : 1;
