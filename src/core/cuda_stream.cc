@@ -14,7 +14,7 @@ constexpr CuResult kSuccess = 0;
 constexpr CuResult kNotReady = 600;          // CUDA_ERROR_NOT_READY
 constexpr unsigned kHostAllocPortable = 1;   // CU_MEMHOSTALLOC_PORTABLE
 constexpr unsigned kHostAllocDeviceMap = 2;  // CU_MEMHOSTALLOC_DEVICEMAP
-constexpr unsigned kStreamNonBlocking = 1;   // CU_STREAM_NON_BLOCKING
+constexpr unsigned kStreamDefault = 0;       // CU_STREAM_DEFAULT: ordered with the legacy stream
 constexpr unsigned kEventDisableTiming = 2;  // CU_EVENT_DISABLE_TIMING
 constexpr unsigned kWaitGeq = 0;             // CU_STREAM_WAIT_VALUE_GEQ (cyclic)
 
@@ -162,7 +162,7 @@ void mapped_free(void *host) {
 
 Status stream_create(void **stream, const char *what) {
   if (Status s = stream_ops_available(); is_error(s)) return s;
-  return checked(entry<CuResult (*)(void **, unsigned)>(kStreamCreate)(stream, kStreamNonBlocking),
+  return checked(entry<CuResult (*)(void **, unsigned)>(kStreamCreate)(stream, kStreamDefault),
                  what);
 }
 

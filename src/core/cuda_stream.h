@@ -39,7 +39,11 @@ class ContextScope {
 Status mapped_alloc(size_t bytes, void **host, const char *what);
 void mapped_free(void *host);
 
-Status stream_create(void **stream, const char *what);  // non-blocking, this context
+// A stream of this context ordered with the legacy default stream (default flags): what a
+// blocking call runs on, so that it sees what the caller wrote before it (cudaMemcpy from
+// pageable memory returns before its copy reached the device: only the legacy stream and the
+// streams ordered with it wait for it).
+Status stream_create(void **stream, const char *what);
 void stream_destroy(void *stream);
 // COHORT_SUCCESS when the stream's work is done, COHORT_IN_PROGRESS while it is not.
 Status stream_query(void *stream, const char *what);

@@ -24,9 +24,9 @@ void ProgressEngine::watch(CollFront *front) {
   if (front->watched_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(fronts_.begin(), fronts_.end(), front) == fronts_.end()) fronts_.push_back(front);
-  if (!thread_.joinable()) {
-    thread_ = std::thread([this] { run(); });
-    thread_.detach();  // it outlives main: it sleeps once no team is watched
+  if (!started_) {  // one thread for the process's life: it sleeps once no team is watched
+    started_ = true;
+    std::thread([this] { run(); }).detach();  // it outlives main
   }
   wake_.notify_one();
 }

@@ -32,7 +32,7 @@ class ProgressEngine {
   std::mutex mutex_;  // held while a front is polled: forget() waits for that poll
   std::condition_variable wake_;
   std::vector<CollFront *> fronts_;
-  std::thread thread_;
+  bool started_ = false;  // the thread (detached, so not joinable: this says it runs)
 };
 
 }  // namespace cohort

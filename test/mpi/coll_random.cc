@@ -9,6 +9,7 @@
 // --memory device runs every case on device memory (the CUDA driver's, real or the tests' fake
 // one: test/ompi/fake_cuda.c), copied in before and out after; --stream N enqueues the calls
 // on N streams of its own in turn (the stream-ordered calls; each case waits for its stream).
+// The process may not gain threads after the first case (one progress engine per process).
 // Prints "coll_random: N collectives on P ranks, M mismatches, T s"; exits 1 on a mismatch.
 #include <mpi.h>
 
@@ -370,7 +371,9 @@ int main(int argc, char **argv) {
     cohort::Team team(MPI_COMM_WORLD);
     std::mt19937_64 shared(o.seed);                                     // same on every rank
     std::mt19937_64 values(o.seed * 0x9E3779B97F4A7C15ull + rank + 1);  // this rank's inputs
+    int threads_before = -1;  // after the first case: the progress engine runs by then
     for (long iter = 0; iter < o.iters; ++iter) {
+      if (iter == 1) threads_before = mpi_test::thread_count();
       const Case c = draw_case(shared, o, size);
       Buffers b;
       b.elem = elem_bytes(c.dtype);
@@ -391,6 +394,13 @@ int main(int argc, char **argv) {
       if (rank == 0 && o.iters >= 10 && (iter + 1) % (o.iters / 10) == 0) {
         std::fprintf(stderr, "coll_random: %ld of %ld\n", iter + 1, o.iters);
       }
+    }
+    // Stream calls start and stop the progress engine's polling: never another thread.
+    const int threads_after = mpi_test::thread_count();
+    if (threads_before >= 0 && threads_after > threads_before + 1) {
+      ++failures;
+      std::fprintf(stderr, "[rank %d] %d threads after the first case, %d after the last\n",
+                   rank, threads_before, threads_after);
     }
   }
   long totals[2] = {mismatches, failures};

@@ -40,10 +40,13 @@ struct CudaDriver {
            set_current(context) == 0;
   }
 
-  // A non-blocking stream of the current context; nullptr on failure.
+  // A stream of the current context, ordered with the legacy default stream (default flags):
+  // the tests fill device memory with cohort_memcpy (cuMemcpy), which may return before a copy
+  // from pageable memory reached the device; only streams ordered with the legacy one wait
+  // for it.  nullptr on failure.
   void *new_stream() {
     void *stream = nullptr;
-    return stream_create(&stream, 1) == 0 ? stream : nullptr;
+    return stream_create(&stream, 0) == 0 ? stream : nullptr;
   }
 };
 

@@ -12,7 +12,8 @@
 // tests' fake one: test/ompi/fake_cuda.c) with the blocking calls; --stream N with the
 // stream-ordered ones on N streams in turn (each case waits for its stream).  First, calls
 // that must be refused are: a group mixing blocking and stream-ordered operations, and (with
-// two streams) a group on two streams.
+// two streams) a group on two streams.  The process may not gain threads after the first
+// group (the progress engine is one thread, however often it stops and starts polling).
 // Prints "p2p_random: N groups on P ranks, M messages, B bad bytes, F failed calls, T s";
 // exits 1 on any bad byte or failed call.
 #include <mpi.h>
@@ -340,7 +341,9 @@ int main(int argc, char **argv) {
     if (d != nullptr && !d->streams.empty()) bad += check_refusals(team.get(), rank, d);
     std::mt19937_64 shared(o.seed);                                   // same on every rank
     std::mt19937_64 mine(o.seed * 0x9E3779B97F4A7C15ull + rank + 1);  // this rank's order
+    int threads_before = -1;  // after the first case: the progress engine runs by then
     for (long iter = 0; iter < o.iters; ++iter) {
+      if (iter == 1) threads_before = mpi_test::thread_count();
       const std::vector<Message> all = draw_traffic(shared, o, size);
       const bool then_allreduce = shared() % 8 == 0;
       size_t send_bytes = 0, recv_bytes = 0;
@@ -363,6 +366,13 @@ int main(int argc, char **argv) {
         bad += check_case(iter, ops, recv, rank, &reported);
       }
       if (then_allreduce) bad += check_allreduce(team.get(), rank, size, d, &failures);
+    }
+    // Each group may start and stop the progress engine's polling: never another thread.
+    const int threads_after = mpi_test::thread_count();
+    if (threads_before >= 0 && threads_after > threads_before + 1) {
+      ++failures;
+      std::fprintf(stderr, "[rank %d] %d threads after the first group, %d after the last\n",
+                   rank, threads_before, threads_after);
     }
   }
   long totals[3] = {bad, failures, messages};

@@ -48,6 +48,19 @@ inline double now_s() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+// The threads of this process now (/proc/self/status), or -1 where that cannot be read.
+inline int thread_count() {
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int threads = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "Threads: %d", &threads) == 1) break;
+  }
+  std::fclose(f);
+  return threads;
+}
+
 inline bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }

@@ -18,7 +18,14 @@
  * collectives uses them; the legacy and per-thread default streams are one more such queue.
  * A stream wait that no write satisfies in FAKE_CUDA_WAIT_LIMIT seconds (300 by default)
  * aborts the process, naming the word: a test that would hang fails instead.
- * Not a real driver: one "device", contexts are a per-thread flag, cuMemcpy is synchronous. */
+ * As the real driver, cuMemcpy from pageable memory to device memory returns once it read the
+ * source, and lands later (FAKE_CUDA_PAGEABLE_DELAY_US, 200 by default) on the legacy default
+ * stream; every other cuMemcpy and cuMemFree waits for that stream first, and so does work
+ * enqueued on a stream created with default flags (ordered with the legacy stream), while a
+ * CU_STREAM_NON_BLOCKING stream runs at once: a program that copies in with cuMemcpy and then
+ * reads the memory on a non-blocking stream reads stale bytes here too.  Not modelled: the
+ * legacy stream waiting for the blocking streams.
+ * Not a real driver: one "device", contexts are a per-thread flag. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -112,6 +119,10 @@ static int forget(const void *p, int is_device, Allocation *out) {
   return found;
 }
 
+/* The legacy default stream (defined with the streams below). */
+static void legacy_drain(void);
+static CUresult legacy_copy_later(char *dst, const char *src, size_t bytes);
+
 CUresult cuInit(unsigned flags) {
   (void)flags;
   g_initialized = 1;
@@ -192,6 +203,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
 }
 
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  legacy_drain();
   Allocation a;
   if (!forget((void *)(uintptr_t)ptr, 1, &a)) return kInvalidValue;
   munmap(a.device, a.mapped);
@@ -266,6 +278,11 @@ CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   if (injected_failure(dst)) return kInvalidValue;
   char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
   if (d == NULL || s == NULL) return kInvalidValue;
+  Allocation a;
+  const int from_pageable = !find((const void *)(uintptr_t)src, &a);
+  const int to_device = find((const void *)(uintptr_t)dst, &a) && a.is_device;
+  if (from_pageable && to_device) return legacy_copy_later(d, s, bytes);
+  legacy_drain();
   memmove(d, s, bytes);
   return kSuccess;
 }
@@ -307,6 +324,7 @@ typedef struct Op {
   uint32_t value;
   Event *event;
   unsigned long generation;
+  char *owned; /* a copy's source to free after it (cuMemcpy's snapshot of pageable memory) */
   struct Op *next;
 } Op;
 
@@ -316,6 +334,7 @@ typedef struct {
   Op *head, *tail;
   int busy;    /* an op taken off the queue is running */
   int closing; /* destroyed: the thread ends once the queue is empty */
+  int ordered; /* created with default flags: its work waits for the legacy stream's */
   pthread_t thread;
 } Stream;
 
@@ -331,7 +350,16 @@ static void pause_briefly(void) {
 
 static void run_op(Op *op) {
   switch (op->kind) {
-    case kOpCopy: memmove(op->dst, op->src, op->bytes); break;
+    case kOpCopy:
+      if (op->owned != NULL) { /* a pageable copy lands late */
+        const char *text = getenv("FAKE_CUDA_PAGEABLE_DELAY_US");
+        const long us = text != NULL ? atol(text) : 200;
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+      }
+      memmove(op->dst, op->src, op->bytes);
+      free(op->owned);
+      break;
     case kOpWrite: __atomic_store_n(op->word, op->value, __ATOMIC_RELEASE); break;
     case kOpWait: {
       const double limit = wait_limit();
@@ -399,8 +427,27 @@ static Stream *resolve(void *handle) {
   return g_default_stream;
 }
 
+static int stream_idle(Stream *st);
+static CUresult enqueue(Stream *st, Op op);
+
+/* What the legacy stream holds now, recorded on it: the ordered streams wait for it. */
+static Event g_legacy_event;
+
 static CUresult push(void *handle, Op op) {
   Stream *st = resolve(handle);
+  if (st != NULL && st->ordered && !stream_idle(g_default_stream)) {
+    Op record = {kOpRecord, NULL, NULL, 0, NULL, 0, &g_legacy_event,
+                 atomic_fetch_add(&g_legacy_event.recorded, 1) + 1, NULL, NULL};
+    Op wait = record;
+    wait.kind = kOpWaitEvent;
+    CUresult r = enqueue(g_default_stream, record);
+    if (r == kSuccess) r = enqueue(st, wait);
+    if (r != kSuccess) return r;
+  }
+  return enqueue(st, op);
+}
+
+static CUresult enqueue(Stream *st, Op op) {
   Op *copy = malloc(sizeof *copy);
   if (st == NULL || copy == NULL) {
     free(copy);
@@ -428,11 +475,27 @@ static int stream_idle(Stream *st) {
 }
 
 CUresult cuStreamCreate(void **out, unsigned flags) {
-  (void)flags;
   if (t_current == NULL) return kInvalidContext;
   if (out == NULL) return kInvalidValue;
-  *out = stream_new();
-  return *out != NULL ? kSuccess : kOutOfMemory;
+  Stream *st = stream_new();
+  if (st == NULL) return kOutOfMemory;
+  st->ordered = (flags & 1) == 0; /* not CU_STREAM_NON_BLOCKING */
+  resolve(NULL);                  /* the legacy stream exists before the ordered ones look */
+  *out = st;
+  return kSuccess;
+}
+
+static void legacy_drain(void) {
+  Stream *legacy = resolve(NULL);
+  while (!stream_idle(legacy)) pause_briefly();
+}
+
+static CUresult legacy_copy_later(char *dst, const char *src, size_t bytes) {
+  char *snapshot = malloc(bytes);
+  if (snapshot == NULL) return kOutOfMemory;
+  memcpy(snapshot, src, bytes);
+  Op op = {kOpCopy, dst, snapshot, bytes, NULL, 0, NULL, 0, snapshot, NULL};
+  return push(NULL, op);
 }
 
 CUresult cuStreamSynchronize(void *handle) {
@@ -467,19 +530,19 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
   if (injected_failure(dst)) return kInvalidValue;
   char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
   if (d == NULL || s == NULL) return kInvalidValue;
-  Op op = {kOpCopy, d, s, bytes, NULL, 0, NULL, 0, NULL};
+  Op op = {kOpCopy, d, s, bytes, NULL, 0, NULL, 0, NULL, NULL};
   return push(stream, op);
 }
 
 CUresult cuStreamWriteValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
   (void)flags;
-  Op op = {kOpWrite, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL};
+  Op op = {kOpWrite, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL, NULL};
   return push(stream, op);
 }
 
 CUresult cuStreamWaitValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
   if (flags != 0) return kInvalidValue; /* GEQ only */
-  Op op = {kOpWait, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL};
+  Op op = {kOpWait, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL, NULL};
   return push(stream, op);
 }
 
@@ -497,7 +560,7 @@ CUresult cuEventDestroy_v2(void *event) {
 
 CUresult cuEventRecord(void *event, void *stream) {
   Event *e = event;
-  Op op = {kOpRecord, NULL, NULL, 0, NULL, 0, e, atomic_fetch_add(&e->recorded, 1) + 1, NULL};
+  Op op = {kOpRecord, NULL, NULL, 0, NULL, 0, e, atomic_fetch_add(&e->recorded, 1) + 1, NULL, NULL};
   return push(stream, op);
 }
 
@@ -509,7 +572,7 @@ CUresult cuEventQuery(void *event) {
 CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
   (void)flags;
   Event *e = event;
-  Op op = {kOpWaitEvent, NULL, NULL, 0, NULL, 0, e, atomic_load(&e->recorded), NULL};
+  Op op = {kOpWaitEvent, NULL, NULL, 0, NULL, 0, e, atomic_load(&e->recorded), NULL, NULL};
   return push(stream, op);
 }
 
