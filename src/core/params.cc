@@ -75,6 +75,10 @@ const std::vector<ParamSpec> kParams = {
      "collectives on device memory that run through host memory (a team across hosts): "
      "allreduce, reduce and broadcast go in pieces of this size (a power of two), so that "
      "copies overlap the wire.  Every rank of a team must set the same"},
+    {"NIC_AFFINITY", ParamType::kEnum, "AUTO", "", "AUTO,OFF", kAny,
+     "on a host with several NICs, AUTO gives UCX (UCX_NET_DEVICES, unless set) only the NIC "
+     "nearest the rank's GPU, GPUs equally near several NICs taking them in turn; OFF leaves "
+     "UCX's own choice"},
     {"PROGRESS_BIND", ParamType::kEnum, "SPREAD", "", "SPREAD,INHERIT", kAny,
      "where Cohort's progress thread (device collectives through host memory) runs: SPREAD, on "
      "any CPU the job may use; INHERIT, on the rank's own cores (it then takes turns with the "

@@ -135,7 +135,7 @@ Status UcxTransport::post(const tl::TeamView &team, void *out) {
   direct_min_ = static_cast<size_t>(direct_min);
   if (team.node_count < 2) return COHORT_SUCCESS;
   auto *record = static_cast<UcxRecord *>(out);
-  s = Worker::acquire(&worker_);
+  s = Worker::acquire(team.bus_id.empty() ? std::string() : team.bus_id[team.rank], &worker_);
   if (is_error(s)) return s;
   if (worker_->address().size() > kMaxUcxAddress) {
     return failf(COHORT_ERR_NOT_SUPPORTED,

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "tl_ucx/net_devices.h"
 
 namespace cohort::tl_ucx {
 namespace {
@@ -55,32 +56,45 @@ void Endpoint::fail(ucs_status_t reason) {
   COHORT_LOG_INFO(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
 }
 
-Status Worker::acquire(std::shared_ptr<Worker> *out) {
+Status Worker::acquire(const std::string &gpu_bus, std::shared_ptr<Worker> *out) {
   std::lock_guard<std::mutex> lock(g_instance_mutex);
   if (std::shared_ptr<Worker> live = g_instance.lock()) {
     *out = std::move(live);
     return COHORT_SUCCESS;
   }
+  std::string devices, why;
+  Status s = nearest_net_devices(gpu_bus, &devices, &why);
+  if (is_error(s)) return s;
+  if (devices.empty()) {
+    COHORT_LOG_INFO(NET, "UCX picks its network devices: %s", why.c_str());
+  } else {
+    COHORT_LOG_INFO(NET, "UCX_NET_DEVICES=%s: %s", devices.c_str(), why.c_str());
+  }
   std::shared_ptr<Worker> fresh;
-  Status s = create(&fresh);
+  s = create(&fresh, devices);
   if (is_error(s)) return s;
   g_instance = fresh;
   *out = std::move(fresh);
   return COHORT_SUCCESS;
 }
 
-Status Worker::create(std::shared_ptr<Worker> *out) {
+Status Worker::create(std::shared_ptr<Worker> *out, const std::string &net_devices) {
   std::shared_ptr<Worker> fresh(new Worker());
-  Status s = fresh->init();
+  Status s = fresh->init(net_devices);
   if (is_error(s)) return s;
   *out = std::move(fresh);
   return COHORT_SUCCESS;
 }
 
-Status Worker::init() {
+Status Worker::init(const std::string &net_devices) {
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucx_failure("ucp_config_read", st);
+  if (!net_devices.empty()) st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+  if (st != UCS_OK) {
+    ucp_config_release(config);
+    return ucx_failure("ucp_config_modify(NET_DEVICES)", st);
+  }
   ucp_params_t params = {};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_TAG;

@@ -50,10 +50,12 @@ struct Endpoint {
 
 class Worker {
  public:
-  // The process's worker, made on first use.
-  static Status acquire(std::shared_ptr<Worker> *out);
-  // A worker of its own (tests connect two in one process).
-  static Status create(std::shared_ptr<Worker> *out);
+  // The process's worker, made on first use, on the network devices nearest the GPU with PCI
+  // bus id `gpu_bus` (net_devices.h; empty: no GPU).
+  static Status acquire(const std::string &gpu_bus, std::shared_ptr<Worker> *out);
+  // A worker of its own (tests connect two in one process); `net_devices`: UCX_NET_DEVICES'
+  // value for it, empty for UCX's choice.
+  static Status create(std::shared_ptr<Worker> *out, const std::string &net_devices = "");
   ~Worker();
   Worker(const Worker &) = delete;
   Worker &operator=(const Worker &) = delete;
@@ -73,7 +75,7 @@ class Worker {
 
  private:
   Worker() = default;
-  Status init();
+  Status init(const std::string &net_devices);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;

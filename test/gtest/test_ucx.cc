@@ -420,8 +420,8 @@ TEST(UcxWorker, TeamIdsAreNeverHandedOutTwice) {
 
 TEST(UcxWorker, TheProcessWorkerIsSharedWhileInUse) {
   std::shared_ptr<Worker> one, two;
-  ASSERT_EQ(Worker::acquire(&one), COHORT_SUCCESS) << last_error();
-  ASSERT_EQ(Worker::acquire(&two), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::acquire("", &one), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::acquire("", &two), COHORT_SUCCESS) << last_error();
   EXPECT_EQ(one.get(), two.get());
   EXPECT_EQ(make_tag(5, 3) >> kTagTeamShift, 5u);
   EXPECT_EQ(make_tag(5, 3) & kTagRankMask, 3u);

@@ -371,8 +371,8 @@ int main(int argc, char **argv) {
     const int threads_after = mpi_test::thread_count();
     if (threads_before >= 0 && threads_after > threads_before + 1) {
       ++failures;
-      std::fprintf(stderr, "[rank %d] %d threads after the first group, %d after the last\n",
-                   rank, threads_before, threads_after);
+      std::fprintf(stderr, "[rank %d] %d threads after the first group, %d after the last\n", rank,
+                   threads_before, threads_after);
     }
   }
   long totals[3] = {bad, failures, messages};
