@@ -74,7 +74,7 @@ class CollFront {
   Status deregister_buffer(int slot);
   // Send/recv groups (coll_p2p.cc): each operation is checked when called (which marks the
   // ones on device memory); a group's checked operations are posted as one request.  A group
-  // on device memory or on a stream runs through host memory (coll_p2p_staged.cc); a
+  // on device memory or on streams runs through host memory (coll_p2p_staged.cc); a
   // stream-ordered group is only enqueued (*out stays null: nothing to wait for).
   Status check_p2p(P2POp *op) const;
   Status post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRequest> *out);
@@ -121,7 +121,8 @@ class CollFront {
   Status stage_on(const char *what, void **stream, bool blocking);
   Status run_staged(const CollCall &call, void *stream, bool blocking);
   Status build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const;
-  Status post_p2p_staged(const std::vector<P2POp> &ops, void *stream, bool blocking,
+  // `streams`: the group's, in order of first use; none for a blocking group.
+  Status post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
                          std::shared_ptr<CollRequest> *out);
   Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,
                             uint32_t piece, void *stream);

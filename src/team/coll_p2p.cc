@@ -2,6 +2,7 @@
 // all (coll/p2p.h).  Spans are bytes of the caller's buffers; sends to self are paired in
 // order with receives from self and become local copies.  Groups on device memory or on a
 // stream run the same schedule on host memory (coll_p2p_staged.cc).
+#include <algorithm>
 #include <string>
 
 #include "coll/dtype.h"
@@ -34,9 +35,10 @@ Status CollFront::check_p2p(P2POp *op) const {
 
 namespace {
 
-// One team's operations of a group: all blocking or all on one stream.
+// One team's operations of a group: all blocking or all stream-ordered; the streams of the
+// latter in order of first use.
 Status group_route(const TeamInfo &info, const std::vector<P2POp> &ops, bool *on_stream,
-                   bool *device) {
+                   bool *device, std::vector<void *> *streams) {
   *on_stream = !ops.empty() && ops.front().on_stream;
   *device = false;
   for (const P2POp &op : ops) {
@@ -48,11 +50,8 @@ Status group_route(const TeamInfo &info, const std::vector<P2POp> &ops, bool *on
                    "operations in a group must be all of one kind",
                    info.name.c_str());
     }
-    if (op.on_stream && op.stream != ops.front().stream) {
-      return failf(COHORT_ERR_NOT_SUPPORTED,
-                   "send/recv group on team '%s': its operations are on two streams (%p and "
-                   "%p); one team's operations in a group must share one stream so far",
-                   info.name.c_str(), ops.front().stream, op.stream);
+    if (op.on_stream && std::find(streams->begin(), streams->end(), op.stream) == streams->end()) {
+      streams->push_back(op.stream);
     }
   }
   return COHORT_SUCCESS;
@@ -65,11 +64,10 @@ Status CollFront::post_p2p(const std::vector<P2POp> &ops, std::shared_ptr<CollRe
   out->reset();
   Status s = usable_for("send/recv group");
   bool on_stream = false, device = false;
-  if (!is_error(s)) s = group_route(info_, ops, &on_stream, &device);
+  std::vector<void *> streams;
+  if (!is_error(s)) s = group_route(info_, ops, &on_stream, &device, &streams);
   if (is_error(s)) return s;
-  if (on_stream || device) {
-    return post_p2p_staged(ops, on_stream ? ops.front().stream : nullptr, !on_stream, out);
-  }
+  if (on_stream || device) return post_p2p_staged(ops, streams, out);
   auto request = std::make_shared<CollRequest>();
   s = build_p2p(ops, request.get());
   if (is_error(s)) return s;

@@ -3,12 +3,13 @@
 // on page-locked staging memory, queued behind a gate like a staged collective's piece
 // (coll_staged.cc).  The stream copies what the group sends into the staging memory, writes
 // the group's piece number, waits for the queue to write it back, and copies what it received
-// out.  A stream-ordered group returns once that is enqueued; a blocking one (device buffers,
-// no stream) enqueues it on the team's own stream and waits for the copies back
-// (settle_p2p).  Each operation has its own place in the staging memory, so a group is one
-// piece whatever its size: pieces cut from a group would need the peers to cut their groups
-// alike, which groups of different shapes on two ranks (legal: messages match per peer) do
-// not.
+// out.  A stream-ordered group returns once that is enqueued; a group on several streams runs on
+// the first, after what the others hold, and the others wait for its end (NCCL's groups do
+// the same); a blocking one (device buffers, no stream) enqueues it on the team's own stream
+// and waits for the copies back (settle_p2p).  Each operation has its own place in the staging
+// memory, so a group is one piece whatever its size: pieces cut from a group would need the peers
+// to cut their groups alike, which groups of different shapes on two ranks (legal: messages match
+// per peer) do not.
 #include <algorithm>
 
 #include "coll/dtype.h"
@@ -37,9 +38,15 @@ size_t layout(const std::vector<P2POp> &ops, std::vector<size_t> *offsets) {
 
 }  // namespace
 
-Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, void *stream, bool blocking,
+Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
                                   std::shared_ptr<CollRequest> *out) {
+  const bool blocking = streams.empty();
+  void *stream = blocking ? nullptr : streams.front();
   Status s = stage_on("send/recv group", &stream, blocking);
+  const std::vector<void *> others(streams.begin() + (blocking ? 0 : 1), streams.end());
+  for (void *other : others) {  // each must not be capturing either
+    if (!is_error(s)) s = stage_on("send/recv group", &other, false);
+  }
   std::vector<size_t> offsets;
   const size_t bytes = layout(ops, &offsets);
   if (!is_error(s)) s = staging_->reserve(std::max<size_t>(1, bytes));
@@ -54,7 +61,9 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, void *stream, b
   request->copies_back = blocking;
   push(request);
   ProgressEngine::instance().watch(this);
-  s = enqueue_p2p_copies(ops, staged, piece, stream);
+  s = staging_->join(stream, others);
+  if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, piece, stream);
+  if (!is_error(s)) s = staging_->rejoin(stream, others);
   if (is_error(s)) {
     // The queued group would wait for copies that never come, and its peers with it.
     const std::string why = last_error();

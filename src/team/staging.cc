@@ -63,6 +63,7 @@ Staging::~Staging() {
   drain(10);
   for (void *event : copy_events_) cuda::event_destroy(event);
   cuda::event_destroy(end_);
+  cuda::event_destroy(join_);
   cuda::stream_destroy(own_stream_);
 }
 
@@ -107,6 +108,25 @@ Status Staging::finished(void *stream) {
   used_ = true;
   last_stream_ = stream;
   return COHORT_SUCCESS;
+}
+
+Status Staging::join(void *first, const std::vector<void *> &others) {
+  Status s = COHORT_SUCCESS;
+  if (join_ == nullptr && !others.empty()) s = cuda::event_create(&join_, "creating a join event");
+  for (size_t i = 0; i < others.size() && !is_error(s); ++i) {
+    s = cuda::event_record(join_, others[i], "recording a group's stream");
+    if (!is_error(s)) s = cuda::stream_wait_event(first, join_, "joining a group's streams");
+  }
+  return s;
+}
+
+Status Staging::rejoin(void *first, const std::vector<void *> &others) {
+  if (others.empty()) return COHORT_SUCCESS;
+  Status s = cuda::event_record(join_, first, "recording a group's end");
+  for (size_t i = 0; i < others.size() && !is_error(s); ++i) {
+    s = cuda::stream_wait_event(others[i], join_, "ordering a stream after its group");
+  }
+  return s;
 }
 
 Status Staging::own_stream(void **stream) {

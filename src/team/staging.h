@@ -65,6 +65,10 @@ class Staging {
   // stream, and its end recorded.
   Status order(void *stream);
   Status finished(void *stream);
+  // A send/recv group on several streams runs on the first: it waits for what the others
+  // hold so far (join), and after the group the others wait for it (rejoin), as NCCL's groups.
+  Status join(void *first, const std::vector<void *> &others);
+  Status rejoin(void *first, const std::vector<void *> &others);
   // The stream of blocking calls, made at first use, and the events after their copies in
   // (one per slot).
   Status own_stream(void **stream);
@@ -89,7 +93,8 @@ class Staging {
   size_t capacity_ = 0;
   uint32_t next_piece_ = 0;
   void *own_stream_ = nullptr;
-  void *end_ = nullptr;  // recorded after each call
+  void *end_ = nullptr;   // recorded after each call
+  void *join_ = nullptr;  // join / rejoin (a wait takes the record before it: one event serves)
   std::vector<void *> copy_events_;
   void *last_stream_ = nullptr;
   bool used_ = false;  // a call recorded end_

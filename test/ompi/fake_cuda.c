@@ -311,7 +311,9 @@ CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data, CU
 
 typedef struct {
   atomic_ulong recorded;  /* records enqueued */
-  atomic_ulong completed; /* records the stream reached */
+  /* Per record (its generation, modulo the ring): reached by its stream.  A wait waits for the
+   * record made before it, not for a later one on another stream that may end first. */
+  atomic_ulong completed[256];
 } Event;
 
 enum { kOpCopy, kOpWrite, kOpWait, kOpRecord, kOpWaitEvent };
@@ -376,9 +378,11 @@ static void run_op(Op *op) {
       }
       break;
     }
-    case kOpRecord: atomic_store(&op->event->completed, op->generation); break;
+    case kOpRecord: atomic_store(&op->event->completed[op->generation % 256], op->generation); break;
     case kOpWaitEvent:
-      while (atomic_load(&op->event->completed) < op->generation) pause_briefly();
+      while (atomic_load(&op->event->completed[op->generation % 256]) < op->generation) {
+        pause_briefly();
+      }
       break;
   }
 }
@@ -566,7 +570,8 @@ CUresult cuEventRecord(void *event, void *stream) {
 
 CUresult cuEventQuery(void *event) {
   Event *e = event;
-  return atomic_load(&e->completed) >= atomic_load(&e->recorded) ? kSuccess : kNotReady;
+  const unsigned long last = atomic_load(&e->recorded);
+  return atomic_load(&e->completed[last % 256]) >= last ? kSuccess : kNotReady;
 }
 
 CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
