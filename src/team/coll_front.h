@@ -127,6 +127,8 @@ class CollFront {
   Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,
                             uint32_t piece, void *stream);
   void push(const std::shared_ptr<CollRequest> &request);  // onto the queue, unless stopped
+  // Waits until `stream` ran all it holds, moving the queue on meanwhile.
+  Status drain_stream(void *stream, const char *what);
   Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,

@@ -105,13 +105,7 @@ Status CollFront::settle_p2p(const std::shared_ptr<CollRequest> &request) {
   if (request->copies_back) {
     void *stream = nullptr;
     ended = staging_->own_stream(&stream);
-    Backoff backoff(spins_);
-    while (!is_error(ended)) {
-      ended = cuda::stream_query(stream, "a send/recv group through host memory");
-      if (ended != COHORT_IN_PROGRESS) break;
-      if (progress_requests()) backoff.reset();
-      backoff.pause();
-    }
+    if (!is_error(ended)) ended = drain_stream(stream, "a send/recv group through host memory");
   }
   if (is_error(request->status)) return fail(request->status, request->error);
   return ended;

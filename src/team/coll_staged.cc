@@ -197,14 +197,18 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   if (is_error(s) && !piece_failed) stop(s, why, true);
   // The slots are the team's again only once the stream is done with them.
   Status ended = st.finished(stream);
+  if (!is_error(ended)) ended = drain_stream(stream, "a collective through host memory");
+  return is_error(s) ? fail(s, why) : ended;
+}
+
+Status CollFront::drain_stream(void *stream, const char *what) {
   Backoff backoff(spins_);
-  while (!is_error(ended)) {
-    ended = cuda::stream_query(stream, "a collective through host memory");
-    if (ended != COHORT_IN_PROGRESS) break;
+  for (;;) {
+    Status s = cuda::stream_query(stream, what);
+    if (s != COHORT_IN_PROGRESS) return s;
     if (progress_requests()) backoff.reset();
     backoff.pause();
   }
-  return is_error(s) ? fail(s, why) : ended;
 }
 
 // The team is going away: its staged pieces run to their end first (they end at the latest at

@@ -25,6 +25,7 @@
 #include "cohort.h"
 #include "cohort.hpp"
 #include "cuda_driver_test.h"
+#include "random_options.h"
 #include "test_values.h"
 
 namespace {
@@ -44,14 +45,7 @@ struct Case {
   bool in_place;
 };
 
-struct Options {
-  long iters = 100000;
-  unsigned long long seed = 1;
-  size_t max_count = 70000;
-  int per_node = 0;
-  bool device = false;  // --memory device
-  int streams = 0;      // --stream N: stream-ordered calls on N streams
-};
+using Options = mpi_test::RandomOptions;
 
 bool reduces(Kind k) { return k == kAllreduce || k == kReduce || k == kReduceScatter; }
 
@@ -312,30 +306,6 @@ long check_case(const Case &c, Buffers &b, const std::vector<double> &want, int 
   return bad;
 }
 
-Options parse(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i];
-    if (key == "--iters")
-      o.iters = std::atol(argv[i + 1]);
-    else if (key == "--seed")
-      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (key == "--max-count")
-      o.max_count = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (key == "--per-node")
-      o.per_node = std::atoi(argv[i + 1]);
-    else if (key == "--memory" && std::string(argv[i + 1]) == "device")
-      o.device = true;
-    else if (key == "--stream")
-      o.streams = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "coll_random: unknown option %s\n", key.c_str());
-      std::exit(2);
-    }
-  }
-  return o;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -343,10 +313,8 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Options o = parse(argc, argv);
-  if (o.per_node > 0) {
-    setenv("COHORT_HOST_ID", ("random-node-" + std::to_string(rank / o.per_node)).c_str(), 1);
-  }
+  const Options o = mpi_test::parse_random_options(argc, argv, "coll_random", 100000);
+  mpi_test::place_on_fake_host(o, rank, "random-node-");
   long mismatches = 0, failures = 0, reported = 0;
   Device device;
   if (o.device || o.streams > 0) {

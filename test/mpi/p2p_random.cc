@@ -29,6 +29,7 @@
 #include "cohort.h"
 #include "cohort.hpp"
 #include "cuda_driver_test.h"
+#include "random_options.h"
 #include "test_values.h"
 
 namespace {
@@ -37,14 +38,7 @@ constexpr size_t kGuard = 32;  // bytes checked on each side of a receive
 constexpr unsigned char kGuardByte = 0x5A;
 constexpr size_t kAlign = 64;
 
-struct Options {
-  long iters = 2000;
-  unsigned long long seed = 1;
-  size_t max_count = 70000;
-  int per_node = 0;
-  bool device = false;  // --memory device
-  int streams = 0;      // --stream N
-};
+using Options = mpi_test::RandomOptions;
 
 struct Message {
   int from, to, index;  // index: among the messages from `from` to `to`
@@ -283,30 +277,6 @@ long check_refusals(cohort_team_t team, int rank, Device *d) {
   return bad;
 }
 
-Options parse(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string key = argv[i];
-    if (key == "--iters")
-      o.iters = std::atol(argv[i + 1]);
-    else if (key == "--seed")
-      o.seed = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (key == "--max-count")
-      o.max_count = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (key == "--per-node")
-      o.per_node = std::atoi(argv[i + 1]);
-    else if (key == "--memory" && std::string(argv[i + 1]) == "device")
-      o.device = true;
-    else if (key == "--stream")
-      o.streams = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "p2p_random: unknown option %s\n", key.c_str());
-      std::exit(2);
-    }
-  }
-  return o;
-}
-
 // The driver and the streams on every rank, or false (then the run skips).
 bool start_device(Device *d, const Options &o) {
   bool ok = d->driver.start() && d->grow(&d->send, &d->send_cap, 4096) &&
@@ -327,10 +297,8 @@ int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Options o = parse(argc, argv);
-  if (o.per_node > 0) {
-    setenv("COHORT_HOST_ID", ("p2p-node-" + std::to_string(rank / o.per_node)).c_str(), 1);
-  }
+  const Options o = mpi_test::parse_random_options(argc, argv, "p2p_random", 2000);
+  mpi_test::place_on_fake_host(o, rank, "p2p-node-");
   Device device;
   Device *d = o.device || o.streams > 0 ? &device : nullptr;
   if (d != nullptr && !start_device(d, o)) {  // exit 77: a skip
