@@ -219,7 +219,7 @@ bool CollFront::progress_requests() {
 
 bool CollFront::progress_staged(bool *moved) {
   *moved = progress_requests();
-  return staged_queued_.load() > 0 && !stopped_;
+  return staged_pending();
 }
 
 void CollFront::ended(CollRequest &r) {

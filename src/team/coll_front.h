@@ -91,6 +91,8 @@ class CollFront {
   // The progress engine's poll (progress_engine.h): the queue moved on once (*moved: bytes
   // moved or a request ended); false once nothing staged is queued.
   bool progress_staged(bool *moved);
+  // Gated requests still queued on a team that runs (what the progress engine polls for).
+  bool staged_pending() const { return staged_queued_.load() > 0 && !stopped_; }
 
   // Ends every queued request with `status` and refuses later calls; with `announce`, tells
   // every peer first (this rank aborted the team).  Returns once no poll runs any more.
@@ -127,6 +129,10 @@ class CollFront {
   Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,
                             uint32_t piece, void *stream);
   void push(const std::shared_ptr<CollRequest> &request);  // onto the queue, unless stopped
+  // The driver refused a stream operation after the call's requests were queued: they would
+  // wait for copies that never come, and the peers with them.  Stops the team, tells every
+  // peer, and returns `s` with the driver's message.
+  Status abandon_queued(Status s);
   // Waits until `stream` ran all it holds, moving the queue on meanwhile.
   Status drain_stream(void *stream, const char *what);
   Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);

@@ -17,11 +17,10 @@
 #include "core/cuda_stream.h"
 #include "team/coll_front.h"
 #include "team/progress_engine.h"
+#include "team/staged_plan.h"
 
 namespace cohort {
 namespace {
-
-constexpr size_t kAlign = 256;  // where each operation's bytes start in the staging memory
 
 size_t op_bytes(const P2POp &op) { return op.count * coll::dtype_size(op.dtype); }
 
@@ -29,7 +28,7 @@ size_t op_bytes(const P2POp &op) { return op.count * coll::dtype_size(op.dtype);
 size_t layout(const std::vector<P2POp> &ops, std::vector<size_t> *offsets) {
   size_t bytes = 0;
   for (const P2POp &op : ops) {
-    bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+    bytes = staged_aligned(bytes);
     offsets->push_back(bytes);
     bytes += op_bytes(op);
   }
@@ -64,12 +63,7 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vect
   s = staging_->join(stream, others);
   if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, piece, stream);
   if (!is_error(s)) s = staging_->rejoin(stream, others);
-  if (is_error(s)) {
-    // The queued group would wait for copies that never come, and its peers with it.
-    const std::string why = last_error();
-    stop(s, why, true);
-    return fail(s, why);
-  }
+  if (is_error(s)) return abandon_queued(s);
   if (blocking) *out = std::move(request);
   return COHORT_SUCCESS;
 }

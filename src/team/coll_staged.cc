@@ -148,12 +148,7 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   }
   ProgressEngine::instance().watch(this);
   s = enqueue_copies(call, plan, first, stream);
-  if (is_error(s)) {
-    // The queued pieces would wait for copies that never come, and the peers with them.
-    const std::string why = last_error();
-    stop(s, why, true);
-    return fail(s, why);
-  }
+  if (is_error(s)) return abandon_queued(s);
   COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us",
                    info_.name.c_str(), coll::collective_name(call.collective), runs.size(),
                    static_cast<long long>(now_ns() / 1000), (now_ns() - began_ns) / 1e3);
@@ -199,6 +194,12 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   Status ended = st.finished(stream);
   if (!is_error(ended)) ended = drain_stream(stream, "a collective through host memory");
   return is_error(s) ? fail(s, why) : ended;
+}
+
+Status CollFront::abandon_queued(Status s) {
+  const std::string why = last_error();
+  stop(s, why, true);
+  return fail(s, why);
 }
 
 Status CollFront::drain_stream(void *stream, const char *what) {

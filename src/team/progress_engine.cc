@@ -47,7 +47,7 @@ bool ProgressEngine::poll_all() {
     bool keep = front.progress_staged(&front_moved);
     if (!keep) {
       front.watched_.store(false);
-      keep = front.staged_queued_.load() > 0 && !front.stopped_;
+      keep = front.staged_pending();
       if (keep) front.watched_.store(true);
     }
     if (keep) {

@@ -10,8 +10,6 @@ namespace {
 
 constexpr size_t kAlign = 256;  // where a slot's second buffer starts
 
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
 // Bytes of each side of a whole (uncut) call on this rank.
 void side_bytes(const coll::Call &c, int size, size_t elem, size_t *src, size_t *dst) {
   const size_t block = c.count * elem;
@@ -42,7 +40,7 @@ StagedPlan whole(const coll::Call &c, int rank, int size, size_t elem) {
     p.dst_offset = dst - low;
     plan.slot_bytes = std::max(src + src_bytes, dst + dst_bytes) - low;
   } else {
-    p.dst_offset = p.has_src ? aligned(src_bytes) : 0;
+    p.dst_offset = p.has_src ? staged_aligned(src_bytes) : 0;
     plan.slot_bytes = p.dst_offset + (p.has_dst ? dst_bytes : 0);
   }
   if (p.has_src) p.in = {0, p.src_offset, src_bytes};
@@ -52,6 +50,8 @@ StagedPlan whole(const coll::Call &c, int rank, int size, size_t elem) {
 }
 
 }  // namespace
+
+size_t staged_aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 bool staged_elementwise(coll::Collective c) {
   return c == coll::Collective::kAllreduce || c == coll::Collective::kReduce ||
@@ -67,7 +67,7 @@ StagedPlan plan_staged(const coll::Call &c, int rank, int size, size_t chunk_byt
   const bool has_src = coll::uses_src(c, rank), has_dst = coll::uses_dst(c, rank);
   const bool in_place = has_src && has_dst && c.src == c.dst;
   const size_t piece_bytes = per_piece * elem;
-  const size_t dst_offset = has_src && !in_place ? aligned(piece_bytes) : 0;
+  const size_t dst_offset = has_src && !in_place ? staged_aligned(piece_bytes) : 0;
   StagedPlan plan;
   plan.slot_bytes = has_dst ? dst_offset + piece_bytes : piece_bytes;
   for (size_t first = 0; first < c.count; first += per_piece) {

@@ -37,6 +37,9 @@ struct StagedPlan {
   std::vector<StagedPiece> pieces;
 };
 
+// Where a second buffer starts in staging memory: `bytes` rounded up to 256.
+size_t staged_aligned(size_t bytes);
+
 // `call` as checked by the team (count, buffers, root); `rank` of `size`.
 StagedPlan plan_staged(const coll::Call &call, int rank, int size, size_t chunk_bytes);
 
