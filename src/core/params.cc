@@ -25,6 +25,7 @@ constexpr ParamRange kSearchWork{1, 1e12};
 constexpr ParamRange kMailboxBytes{64, kGiB, true};
 constexpr ParamRange kMessageBytes{0, kTiB};
 constexpr ParamRange kStagedChunk{4096, kGiB, true};
+constexpr ParamRange kLanes{0, 8};
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -68,10 +69,14 @@ const std::vector<ParamSpec> kParams = {
      "between hosts, messages of at least this size go as direct UCX messages, in fragments "
      "straight between the ranks' buffers, instead of through the staging slots; 0: never.  "
      "Every rank of a team must set the same"},
+    {"UCX_LANES", ParamType::kInt, "0", "lanes", "", kLanes,
+     "UCX workers, each with a thread of its own, that carry a process's direct messages between "
+     "hosts side by side (a message's fragments take them in turn; two processes use as many as "
+     "the one with fewer has); 0: a quarter of the host's CPUs per rank on it, from 1 to 8"},
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", kTimeout,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},
-    {"STAGED_CHUNK_BYTES", ParamType::kInt, "2097152", "bytes", "", kStagedChunk,
+    {"STAGED_CHUNK_BYTES", ParamType::kInt, "8388608", "bytes", "", kStagedChunk,
      "collectives on device memory that run through host memory (a team across hosts): "
      "allreduce, reduce and broadcast go in pieces of this size (a power of two), so that "
      "copies overlap the wire.  Every rank of a team must set the same"},
@@ -80,8 +85,8 @@ const std::vector<ParamSpec> kParams = {
      "nearest the rank's GPU, GPUs equally near several NICs taking them in turn; OFF leaves "
      "UCX's own choice"},
     {"PROGRESS_BIND", ParamType::kEnum, "SPREAD", "", "SPREAD,INHERIT", kAny,
-     "where Cohort's progress thread (device collectives through host memory) runs: SPREAD, on "
-     "any CPU the job may use; INHERIT, on the rank's own cores (it then takes turns with the "
+     "where Cohort's own threads (the progress thread, the wire's lanes) run: SPREAD, on "
+     "any CPU the job may use; INHERIT, on the rank's own cores (they then take turns with the "
      "application's thread there)"},
     {"COLL_ALGO", ParamType::kString, "", "", "", kAny,
      "algorithm rules in front of the defaults: COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS];"

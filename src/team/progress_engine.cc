@@ -1,12 +1,9 @@
 #include "team/progress_engine.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 
 #include "core/clock.h"
-#include "core/params.h"
+#include "core/threads.h"
 #include "team/coll_front.h"
 
 namespace cohort {
@@ -60,26 +57,8 @@ bool ProgressEngine::poll_all() {
   return moved;
 }
 
-namespace {
-
-// With COHORT_PROGRESS_BIND=spread (the default) the thread may run on any CPU the process's
-// cgroup allows, not only the cores its rank is bound to: mpirun binds a rank to one core,
-// where this thread would take turns with the application's (spinning in
-// cudaStreamSynchronize, say) at the scheduler's pace, milliseconds.
-void place_thread() {
-  int bind = 0;
-  if (is_error(param_enum("PROGRESS_BIND", &bind)) || bind != 0) return;
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &all);
-  // The kernel keeps the CPUs the cgroup allows; an error leaves the inherited binding.
-  pthread_setaffinity_np(pthread_self(), sizeof all, &all);
-}
-
-}  // namespace
-
 void ProgressEngine::run() {
-  place_thread();
+  spread_this_thread();
   Backoff backoff;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

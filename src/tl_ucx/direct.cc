@@ -4,7 +4,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "tl_ucx/requests.h"
 
 namespace cohort::tl_ucx {
 namespace {
@@ -12,6 +11,21 @@ namespace {
 constexpr size_t kFragmentUnit = 64 * 1024;
 constexpr size_t kMinFragment = 256 * 1024;
 constexpr size_t kMaxFragment = 4 * 1024 * 1024;
+
+// Lets go of fragments at teardown; returns how many UCX may still use (their operations and
+// buffers are then left to it: released, never freed).
+template <typename Fragments, typename Keep>
+int let_go_all(Fragments &fragments, bool cancel, Keep keep) {
+  const int64_t deadline = deadline_after(1.0);
+  int left = 0;
+  for (auto &f : fragments) {
+    if (f.op == nullptr || f.lane->settle(f.op.get(), cancel, deadline)) continue;
+    ++left;
+    (void)f.op.release();
+    keep(f);
+  }
+  return left;
+}
 
 }  // namespace
 
@@ -21,12 +35,10 @@ size_t fragment_bytes(size_t bytes) {
 }
 
 DirectSender::~DirectSender() {
-  const int64_t deadline = deadline_after(1.0);
-  int left = 0;
-  for (const Fragment &f : requests_) left += let_go(worker_, f.request, false, deadline) ? 0 : 1;
+  const int left = let_go_all(fragments_, false, [](Fragment &) {});
   if (left > 0) {
-    COHORT_LOG_WARN(NET, "UCX: %d direct sends to %s still in flight at teardown after 1 s", left,
-                    endpoint_.who.c_str());
+    COHORT_LOG_WARN(NET, "UCX: %d direct sends (tag %#llx) still in flight at teardown after 1 s",
+                    left, static_cast<unsigned long long>(tag_));
   }
 }
 
@@ -38,42 +50,36 @@ void DirectSender::start(const void *data, size_t bytes) {
 }
 
 bool DirectSender::progress(ucs_status_t *error) {
-  while (!requests_.empty()) {
-    const ucs_status_t st = ucp_request_check_status(requests_.front().request);
-    if (st == UCS_INPROGRESS) break;
-    ucp_request_free(requests_.front().request);
+  while (!fragments_.empty() && fragments_.front().op->done()) {
+    const ucs_status_t st = fragments_.front().op->status();
     if (st != UCS_OK) *error = st;
-    done_ += requests_.front().bytes;
-    requests_.pop_front();
+    done_ += fragments_.front().bytes;
+    fragments_.pop_front();
   }
-  while (posted_ < bytes_ && requests_.size() < kSendFragmentsInFlight && *error == UCS_OK) {
-    const size_t n = std::min(fragment_, bytes_ - posted_);
-    ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-    param.cb.send = nop_send;
-    void *request = ucp_tag_send_nbx(endpoint_.ep, data_ + posted_, n, tag_, &param);
-    if (UCS_PTR_IS_ERR(request)) {
-      *error = UCS_PTR_STATUS(request);
+  while (posted_ < bytes_ && fragments_.size() < kSendFragmentsInFlight && *error == UCS_OK) {
+    const LaneLink &link = lanes_[posted_ / fragment_ % lanes_.size()];
+    Fragment f{std::make_unique<LaneOp>(), link.lane, std::min(fragment_, bytes_ - posted_)};
+    const ucs_status_t st = link.lane->send(link.to, data_ + posted_, f.bytes, tag_, f.op.get());
+    if (st != UCS_OK) {
+      *error = st;
       break;
     }
-    posted_ += n;
-    if (request == nullptr) {
-      done_ += n;  // sent already
-    } else {
-      requests_.push_back({request, n});
-    }
+    posted_ += f.bytes;
+    fragments_.push_back(std::move(f));
   }
   return done_ == bytes_;
 }
 
+DirectReceiver::DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag)
+    : lanes_(std::move(lanes)),
+      tag_(tag),
+      buffer_count_(std::clamp(kReceiveBuffersPerLane * static_cast<int>(lanes_.size()),
+                               kMinReceiveBuffers, kMaxReceiveBuffers)) {}
+
 DirectReceiver::~DirectReceiver() {
-  const int64_t deadline = deadline_after(1.0);
-  int left = 0;
-  for (Fragment &f : fragments_) {
-    if (let_go(worker_, f.request, true, deadline)) continue;
-    ++left;
+  const int left = let_go_all(fragments_, true, [this](Fragment &f) {
     if (f.buffer >= 0) (void)buffers_[f.buffer].release();  // UCX may still write it
-  }
+  });
   if (left > 0) {
     COHORT_LOG_WARN(NET,
                     "UCX: %d direct receives (tag %#llx) still in flight at teardown after 1 s",
@@ -94,9 +100,11 @@ void DirectReceiver::start(void *landing, size_t bytes) {
 }
 
 void DirectReceiver::post_more(ucs_status_t *error) {
-  const size_t limit = landing_ != nullptr ? kSendFragmentsInFlight : kReceiveBuffers;
+  const size_t limit = landing_ != nullptr ? kSendFragmentsInFlight : buffer_count_;
   while (posted_ < bytes_ && fragments_.size() < limit) {
     Fragment f;
+    f.op = std::make_unique<LaneOp>();
+    f.lane = lanes_[posted_ / fragment_ % lanes_.size()];
     f.bytes = std::min(fragment_, bytes_ - posted_);
     if (landing_ != nullptr) {
       f.at = landing_ + posted_;
@@ -109,18 +117,14 @@ void DirectReceiver::post_more(ucs_status_t *error) {
       free_buffers_.pop_back();
       f.at = buffers_[f.buffer].get();
     }
-    // Always a request (no immediate completion): its test gives the status in every protocol.
-    ucp_request_param_t param = {};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.recv = nop_recv;
-    f.request = ucp_tag_recv_nbx(worker_.handle(), f.at, f.bytes, tag_, kFullMask, &param);
-    if (UCS_PTR_IS_ERR(f.request)) {
-      *error = UCS_PTR_STATUS(f.request);
+    const ucs_status_t st = f.lane->receive(f.at, f.bytes, tag_, f.op.get());
+    if (st != UCS_OK) {
+      *error = st;
       if (f.buffer >= 0) free_buffers_.push_back(f.buffer);
       return;
     }
     posted_ += f.bytes;
-    fragments_.push_back(f);
+    fragments_.push_back(std::move(f));
   }
 }
 
@@ -129,29 +133,19 @@ const void *DirectReceiver::peek(size_t *bytes, ucs_status_t *error) {
   post_more(error);
   if (fragments_.empty() || *error != UCS_OK) return nullptr;
   Fragment &head = fragments_.front();
-  if (!head.landed) {
-    ucp_tag_recv_info_t info = {};
-    ucs_status_t st = ucp_tag_recv_request_test(head.request, &info);
-    if (st == UCS_INPROGRESS) {
-      worker_.progress();
-      st = ucp_tag_recv_request_test(head.request, &info);
-      if (st == UCS_INPROGRESS) return nullptr;
-    }
-    ucp_request_free(head.request);
-    head.request = nullptr;
-    if (st == UCS_OK && info.length != head.bytes) st = UCS_ERR_MESSAGE_TRUNCATED;
-    if (st != UCS_OK) {
-      *error = st;
-      return nullptr;
-    }
-    head.landed = true;
+  if (!head.op->done()) return nullptr;
+  ucs_status_t st = head.op->status();
+  if (st == UCS_OK && head.op->length() != head.bytes) st = UCS_ERR_MESSAGE_TRUNCATED;
+  if (st != UCS_OK) {
+    *error = st;
+    return nullptr;
   }
   *bytes = head.bytes;
   return head.at;
 }
 
 void DirectReceiver::consume() {
-  if (fragments_.empty() || !fragments_.front().landed) return;
+  if (fragments_.empty() || !fragments_.front().op->done()) return;
   if (fragments_.front().buffer >= 0) free_buffers_.push_back(fragments_.front().buffer);
   fragments_.pop_front();
 }

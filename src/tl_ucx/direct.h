@@ -1,9 +1,11 @@
 // Direct messages between hosts: a large message goes as tagged messages of its own, straight
 // from the sender's span into the receiver's (UCX's rendezvous moves it without a copy through
 // Cohort's buffers), cut into fragments with several in flight, so that the wire stays busy
-// and a receiver reduces one fragment while the next arrives.  Both ends cut a message of a
-// given size alike (fragment_bytes) and post its fragments in order on a tag of their own, on
-// which UCX matches them in that order.  Callers hold the worker's mutex.
+// and a receiver reduces one fragment while the next arrive.  The fragments take the wire's
+// lanes in turn (lane.h: fragment i on lane i mod n), so n threads move them side by side.
+// Both ends cut a message of a given size alike (fragment_bytes) and use as many lanes, and
+// post its fragments in order on a tag of their own, on which each lane's worker matches them
+// in that order.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -11,9 +13,10 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "tl_ucx/worker.h"
+#include "tl_ucx/lane.h"
 
 namespace cohort::tl_ucx {
 
@@ -21,43 +24,46 @@ namespace cohort::tl_ucx {
 // least 256 KiB and at most 4 MiB (the last fragment takes the rest).
 size_t fragment_bytes(size_t bytes);
 
-// Fragments a sender keeps in flight, and receive buffers a reducing receiver lands them in.
+// Fragments a sender keeps in flight, and receive buffers a reducing receiver lands them in
+// (per lane, from kMinReceiveBuffers to kMaxReceiveBuffers).
 constexpr int kSendFragmentsInFlight = 16;
-constexpr int kReceiveBuffers = 4;
+constexpr int kReceiveBuffersPerLane = 2;
+constexpr int kMinReceiveBuffers = 4;
+constexpr int kMaxReceiveBuffers = 8;
 
-// The sending end: one message at a time.
+// The sending end: one message at a time, over `lanes` (at least one) to one peer.
 class DirectSender {
  public:
-  DirectSender(Worker &worker, Endpoint &endpoint, ucp_tag_t tag)
-      : worker_(worker), endpoint_(endpoint), tag_(tag) {}
+  DirectSender(std::vector<LaneLink> lanes, ucp_tag_t tag) : lanes_(std::move(lanes)), tag_(tag) {}
   ~DirectSender();
   DirectSender(const DirectSender &) = delete;
   DirectSender &operator=(const DirectSender &) = delete;
 
   void start(const void *data, size_t bytes);
-  // Reaps the fragments UCX finished and posts more; true once the whole message left.  A
-  // failed fragment sets *error (UCS_OK stays otherwise).
+  // Reaps the fragments the lanes finished and posts more; true once the whole message left.
+  // A failed fragment sets *error (UCS_OK stays otherwise).
   bool progress(ucs_status_t *error);
-  int in_flight() const { return static_cast<int>(requests_.size()); }
+  int in_flight() const { return static_cast<int>(fragments_.size()); }
 
  private:
-  Worker &worker_;
-  Endpoint &endpoint_;
+  struct Fragment {
+    std::unique_ptr<LaneOp> op;
+    Lane *lane;
+    size_t bytes;
+  };
+
+  std::vector<LaneLink> lanes_;
   ucp_tag_t tag_;
   const char *data_ = nullptr;
   size_t bytes_ = 0, fragment_ = 0, posted_ = 0, done_ = 0;
-  struct Fragment {
-    void *request;
-    size_t bytes;
-  };
-  std::deque<Fragment> requests_;  // in posting order
+  std::deque<Fragment> fragments_;  // in posting order
 };
 
-// The receiving end: one message at a time, landing in the caller's memory or in buffers of
-// its own, lent in order.
+// The receiving end: one message at a time, over `lanes` (at least one, as many as the
+// sender's), landing in the caller's memory or in buffers of its own, lent in order.
 class DirectReceiver {
  public:
-  DirectReceiver(Worker &worker, ucp_tag_t tag) : worker_(worker), tag_(tag) {}
+  DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag);
   ~DirectReceiver();
   DirectReceiver(const DirectReceiver &) = delete;
   DirectReceiver &operator=(const DirectReceiver &) = delete;
@@ -71,16 +77,17 @@ class DirectReceiver {
 
  private:
   struct Fragment {
-    void *request = nullptr;  // UCX's, until it completes
+    std::unique_ptr<LaneOp> op;
+    Lane *lane = nullptr;
     char *at = nullptr;
     size_t bytes = 0;
     int buffer = -1;  // of buffers_, or -1: in the landing
-    bool landed = false;
   };
   void post_more(ucs_status_t *error);
 
-  Worker &worker_;
+  std::vector<Lane *> lanes_;
   ucp_tag_t tag_;
+  int buffer_count_;
   char *landing_ = nullptr;
   size_t bytes_ = 0, fragment_ = 0, posted_ = 0;
   std::deque<Fragment> fragments_;  // posted, in order

@@ -18,4 +18,17 @@ bool let_go(Worker &worker, void *request, bool cancel, int64_t deadline) {
   return done;
 }
 
+void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
+  ucp_request_param_t param = {};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  void *request = ucp_ep_close_nbx(ep, &param);
+  if (request == nullptr || UCS_PTR_IS_ERR(request)) return;
+  const int64_t deadline = deadline_after(1.0);
+  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
+    ucp_worker_progress(worker);
+  }
+  ucp_request_free(request);
+}
+
 }  // namespace cohort::tl_ucx

@@ -24,4 +24,7 @@ void nop_recv(void *request, ucs_status_t status, const ucp_tag_recv_info_t *inf
 // touch.
 bool let_go(Worker &worker, void *request, bool cancel, int64_t deadline);
 
+// Closes an endpoint at once (forced), progressing `worker` for up to a second meanwhile.
+void close_endpoint(ucp_worker_h worker, ucp_ep_h ep);
+
 }  // namespace cohort::tl_ucx

@@ -40,13 +40,13 @@ ucp_tag_t direct_tag(ucp_tag_t tag) {
 }  // namespace
 
 SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, size_t direct_min,
-                         int slots)
+                         std::vector<LaneLink> lanes, int slots)
     : worker_(worker),
       endpoint_(endpoint),
       tag_(tag),
-      direct_min_(direct_min),
+      direct_min_(lanes.empty() ? 0 : direct_min),
       slots_(slots),
-      direct_(worker, endpoint, direct_tag(tag)) {}
+      direct_(std::move(lanes), direct_tag(tag)) {}
 
 SendChannel::~SendChannel() { let_go_all(worker_, slots_, false, tag_); }
 
@@ -114,11 +114,7 @@ Status SendChannel::start_direct(const void *data, size_t bytes) {
 bool SendChannel::direct_sent() {
   if (!error_.empty()) return false;
   ucs_status_t error = UCS_OK;
-  bool sent = direct_.progress(&error);
-  if (!sent && error == UCS_OK) {
-    worker_.progress();
-    sent = direct_.progress(&error);
-  }
+  const bool sent = direct_.progress(&error);  // the lanes' threads move it
   if (error != UCS_OK) broke(error);
   return sent && error == UCS_OK;
 }
@@ -132,13 +128,13 @@ int SendChannel::in_flight() const {
 }
 
 RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, size_t direct_min,
-                         int posted)
+                         std::vector<Lane *> lanes, int posted)
     : worker_(worker),
       tag_(tag),
       sender_(sender),
-      direct_min_(direct_min),
+      direct_min_(lanes.empty() ? 0 : direct_min),
       slots_(posted),
-      direct_(worker, direct_tag(tag)) {}
+      direct_(std::move(lanes), direct_tag(tag)) {}
 
 void RecvChannel::broke(ucs_status_t status) {
   if (!error_.empty()) return;

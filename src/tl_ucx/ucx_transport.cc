@@ -4,9 +4,11 @@
 // when a collective first uses a channel) and posts the receive of its notice tag.
 #include "tl_ucx/ucx_transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -17,15 +19,16 @@
 namespace cohort::tl_ucx {
 namespace {
 
-// A worker address larger than this does not fit the record: every rank sends it to every
-// rank, so it is capped; a network-only address is far smaller on common fabrics.
+// Worker and lane addresses larger than this together do not fit the record: every rank sends
+// it to every rank, so it is capped; a network-only address is far smaller on common fabrics.
 constexpr size_t kMaxUcxAddress = 2048;
 
 struct UcxRecord {
   uint64_t team_id;  // the sender's process tags its receives for this team with it
   uint32_t address_len;
-  uint32_t reserved;
-  char address[kMaxUcxAddress];
+  uint32_t lane_count;  // lanes whose addresses follow the worker's, in lane order
+  uint32_t lane_len[kMaxLanes];
+  char address[kMaxUcxAddress];  // the worker's, then each lane's
 };
 
 // Notices travel on the tag of a team id with this sender rank, which no rank has.
@@ -68,8 +71,9 @@ class UcxTransport final : public tl::Transport {
 
   // What this rank keeps of a rank on another host until it connects to it (or for good).
   struct Remote {
-    std::string address;   // its worker's; empty: this host
-    uint64_t team_id = 0;  // tags its receives for this team
+    std::string address;             // its worker's; empty: this host
+    std::vector<std::string> lanes;  // its lanes'
+    uint64_t team_id = 0;            // tags its receives for this team
   };
 
   std::shared_ptr<Worker> worker_;                  // declared first: the channels go before it
@@ -135,17 +139,31 @@ Status UcxTransport::post(const tl::TeamView &team, void *out) {
   direct_min_ = static_cast<size_t>(direct_min);
   if (team.node_count < 2) return COHORT_SUCCESS;
   auto *record = static_cast<UcxRecord *>(out);
-  s = Worker::acquire(team.bus_id.empty() ? std::string() : team.bus_id[team.rank], &worker_);
+  s = Worker::acquire(team.bus_id.empty() ? std::string() : team.bus_id[team.rank],
+                      team.local_size(), &worker_);
   if (is_error(s)) return s;
-  if (worker_->address().size() > kMaxUcxAddress) {
+  // The worker's address, then as many lanes' as fit (one at least).
+  std::vector<std::string> parts{worker_->address()};
+  for (const std::string &lane : worker_->lane_addresses()) parts.push_back(lane);
+  size_t used = 0, fit = 0;
+  while (fit < parts.size() && used + parts[fit].size() <= kMaxUcxAddress)
+    used += parts[fit++].size();
+  if (fit < 2) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "the UCX worker address is %zu bytes, more than the %zu a team's connect phase "
-                 "carries: restrict UCX to the devices between hosts (UCX_NET_DEVICES)",
-                 worker_->address().size(), kMaxUcxAddress);
+                 "the UCX worker and lane addresses are %zu bytes, more than the %zu a team's "
+                 "connect phase carries: restrict UCX to the devices between hosts "
+                 "(UCX_NET_DEVICES)",
+                 parts[0].size() + parts[1].size(), kMaxUcxAddress);
   }
   record->team_id = worker_->new_team_id();
-  record->address_len = static_cast<uint32_t>(worker_->address().size());
-  std::memcpy(record->address, worker_->address().data(), record->address_len);
+  record->address_len = static_cast<uint32_t>(parts[0].size());
+  record->lane_count = static_cast<uint32_t>(fit - 1);
+  char *at = record->address;
+  for (size_t i = 0; i < fit; ++i) {
+    if (i > 0) record->lane_len[i - 1] = static_cast<uint32_t>(parts[i].size());
+    std::memcpy(at, parts[i].data(), parts[i].size());
+    at += parts[i].size();
+  }
   return COHORT_SUCCESS;
 }
 
@@ -174,7 +192,10 @@ Status UcxTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   if (is_error(s)) return s;
   inject_failure(team);
   size_t kept = 0;
-  for (const Remote &r : remotes_) kept += r.address.size();
+  for (const Remote &r : remotes_) {
+    kept += r.address.size();
+    for (const std::string &lane : r.lanes) kept += lane.size();
+  }
   COHORT_LOG_INFO(NET,
                   "%s: UCX channels to %d ranks the plan links to; %d ranks on %d other hosts "
                   "reachable, connected on first use (their addresses: %zu bytes)",
@@ -196,11 +217,22 @@ Status UcxTransport::post_notice_receive() {
 }
 
 Status UcxTransport::keep_remote(const tl::TeamView &team, const UcxRecord &theirs, int r) {
-  if (theirs.address_len == 0 || theirs.address_len > kMaxUcxAddress) {
-    return failf(COHORT_ERR_INTERNAL, "%s sent a UCX address of %u bytes", team.describe(r).c_str(),
-                 theirs.address_len);
+  size_t total = theirs.address_len;
+  for (uint32_t i = 0; i < std::min<uint32_t>(theirs.lane_count, kMaxLanes); ++i) {
+    total += theirs.lane_len[i];
   }
-  remotes_[r] = Remote{std::string(theirs.address, theirs.address_len), theirs.team_id};
+  if (theirs.address_len == 0 || theirs.lane_count < 1 || theirs.lane_count > kMaxLanes ||
+      total > kMaxUcxAddress) {
+    return failf(COHORT_ERR_INTERNAL, "%s sent UCX addresses of %zu bytes for %u lanes",
+                 team.describe(r).c_str(), total, theirs.lane_count);
+  }
+  Remote remote{std::string(theirs.address, theirs.address_len), {}, theirs.team_id};
+  const char *at = theirs.address + theirs.address_len;
+  for (uint32_t i = 0; i < theirs.lane_count; ++i) {
+    remote.lanes.emplace_back(at, theirs.lane_len[i]);
+    at += theirs.lane_len[i];
+  }
+  remotes_[r] = std::move(remote);
   return COHORT_SUCCESS;
 }
 
@@ -209,10 +241,15 @@ Status UcxTransport::connect_rank(int r) {
   if (to_[r]) return COHORT_SUCCESS;
   Status s = worker_->endpoint(remotes_[r].address, describe_(r), &endpoints_[r]);
   if (is_error(s)) return s;
-  to_[r] = std::make_unique<SendChannel>(*worker_, *endpoints_[r],
-                                         make_tag(remotes_[r].team_id, rank_), direct_min_);
-  from_[r] =
-      std::make_unique<RecvChannel>(*worker_, make_tag(my_team_id_, r), endpoints_[r], direct_min_);
+  std::vector<LaneLink> lanes;
+  s = worker_->lane_links(remotes_[r].lanes, describe_(r), &lanes);
+  if (is_error(s)) return s;
+  const size_t lane_count = lanes.size();
+  to_[r] =
+      std::make_unique<SendChannel>(*worker_, *endpoints_[r], make_tag(remotes_[r].team_id, rank_),
+                                    direct_min_, std::move(lanes));
+  from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(my_team_id_, r), endpoints_[r],
+                                           direct_min_, worker_->lanes(lane_count));
   connected_.push_back(r);
   return COHORT_SUCCESS;
 }

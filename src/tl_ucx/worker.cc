@@ -4,7 +4,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/params.h"
+#include "core/threads.h"
 #include "tl_ucx/net_devices.h"
+#include "tl_ucx/requests.h"
 
 namespace cohort::tl_ucx {
 namespace {
@@ -19,25 +22,6 @@ Status ucx_failure(const char *call, ucs_status_t status) {
 // A peer's worker became unreachable: every channel over the endpoint fails with the reason.
 void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
   static_cast<Endpoint *>(arg)->fail(status);
-}
-
-void close_endpoint(ucp_worker_h worker, ucp_ep_h ep);
-
-// Waits (bounded) for a close request, progressing the worker.
-void wait_closed(ucp_worker_h worker, void *request) {
-  if (request == nullptr || UCS_PTR_IS_ERR(request)) return;
-  int64_t deadline = deadline_after(1.0);
-  while (ucp_request_check_status(request) == UCS_INPROGRESS && now_ns() < deadline) {
-    ucp_worker_progress(worker);
-  }
-  ucp_request_free(request);
-}
-
-void close_endpoint(ucp_worker_h worker, ucp_ep_h ep) {
-  ucp_request_param_t param = {};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  wait_closed(worker, ucp_ep_close_nbx(ep, &param));
 }
 
 }  // namespace
@@ -56,7 +40,17 @@ void Endpoint::fail(ucs_status_t reason) {
   COHORT_LOG_INFO(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
 }
 
-Status Worker::acquire(const std::string &gpu_bus, std::shared_ptr<Worker> *out) {
+Status lane_count(int ranks_on_host, int *out) {
+  int64_t lanes = 0;
+  Status s = param_int("UCX_LANES", &lanes);
+  if (is_error(s)) return s;
+  if (lanes == 0) lanes = online_cpus() / (4 * std::max(ranks_on_host, 1));
+  *out = static_cast<int>(std::clamp<int64_t>(lanes, 1, kMaxLanes));
+  return COHORT_SUCCESS;
+}
+
+Status Worker::acquire(const std::string &gpu_bus, int ranks_on_host,
+                       std::shared_ptr<Worker> *out) {
   std::lock_guard<std::mutex> lock(g_instance_mutex);
   if (std::shared_ptr<Worker> live = g_instance.lock()) {
     *out = std::move(live);
@@ -70,23 +64,26 @@ Status Worker::acquire(const std::string &gpu_bus, std::shared_ptr<Worker> *out)
   } else {
     COHORT_LOG_INFO(NET, "UCX_NET_DEVICES=%s: %s", devices.c_str(), why.c_str());
   }
+  int lanes = 1;
+  s = lane_count(ranks_on_host, &lanes);
+  if (is_error(s)) return s;
   std::shared_ptr<Worker> fresh;
-  s = create(&fresh, devices);
+  s = create(&fresh, devices, lanes);
   if (is_error(s)) return s;
   g_instance = fresh;
   *out = std::move(fresh);
   return COHORT_SUCCESS;
 }
 
-Status Worker::create(std::shared_ptr<Worker> *out, const std::string &net_devices) {
+Status Worker::create(std::shared_ptr<Worker> *out, const std::string &net_devices, int lanes) {
   std::shared_ptr<Worker> fresh(new Worker());
-  Status s = fresh->init(net_devices);
+  Status s = fresh->init(net_devices, lanes);
   if (is_error(s)) return s;
   *out = std::move(fresh);
   return COHORT_SUCCESS;
 }
 
-Status Worker::init(const std::string &net_devices) {
+Status Worker::init(const std::string &net_devices, int lanes) {
   ucp_config_t *config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return ucx_failure("ucp_config_read", st);
@@ -114,11 +111,43 @@ Status Worker::init(const std::string &net_devices) {
   if (st != UCS_OK) return ucx_failure("ucp_worker_query", st);
   address_.assign(reinterpret_cast<const char *>(attr.address), attr.address_length);
   ucp_worker_release_address(worker_, attr.address);
-  COHORT_LOG_INFO(COLL, "UCX worker up: address of %zu bytes", address_.size());
+  for (int i = 0; i < lanes; ++i) {
+    std::unique_ptr<Lane> lane;
+    Status s = Lane::create(i, net_devices, &lane);
+    if (is_error(s)) return s;
+    lanes_.push_back(std::move(lane));
+  }
+  COHORT_LOG_INFO(COLL, "UCX worker up: address of %zu bytes, %d lanes for direct messages",
+                  address_.size(), lanes);
   return COHORT_SUCCESS;
 }
 
+std::vector<std::string> Worker::lane_addresses() const {
+  std::vector<std::string> out;
+  for (const auto &lane : lanes_) out.push_back(lane->address());
+  return out;
+}
+
+Status Worker::lane_links(const std::vector<std::string> &addresses, const std::string &who,
+                          std::vector<LaneLink> *out) {
+  out->clear();
+  for (size_t i = 0; i < std::min(addresses.size(), lanes_.size()); ++i) {
+    LaneLink link{lanes_[i].get(), nullptr};
+    Status s = link.lane->endpoint(addresses[i], who, &link.to);
+    if (is_error(s)) return s;
+    out->push_back(link);
+  }
+  return COHORT_SUCCESS;
+}
+
+std::vector<Lane *> Worker::lanes(size_t n) const {
+  std::vector<Lane *> out;
+  for (size_t i = 0; i < std::min(n, lanes_.size()); ++i) out.push_back(lanes_[i].get());
+  return out;
+}
+
 Worker::~Worker() {
+  lanes_.clear();
   if (worker_ != nullptr) {
     for (auto &[address, endpoint] : endpoints_) close_endpoint(worker_, endpoint->ep);
     ucp_worker_destroy(worker_);

@@ -1,6 +1,8 @@
 // UCX between hosts: one ucp worker per process, shared by every team that spans hosts.  It
 // is created by the first such team and destroyed with the last.  Its address travels in the
 // connect phase's exchange; endpoints to peers' workers are made once and reused by teams.
+// It owns the wire's lanes (lane.h), which carry the direct messages: their addresses travel
+// beside its own, and two processes use as many lanes as the one with fewer has.
 //
 // Tags: a message carries the receiving process's id for the team (sent in the connect phase)
 // and the sender's team rank, so teams and senders never take each other's messages on the
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tl_ucx/lane.h"
 
 namespace cohort::tl_ucx {
 
@@ -48,14 +51,23 @@ struct Endpoint {
   void fail(ucs_status_t reason);
 };
 
+// Lanes for a process whose host runs `ranks_on_host` ranks of the team that makes the
+// worker: COHORT_UCX_LANES, or where that is 0, a quarter of the host's CPUs per rank, from 1
+// to kMaxLanes (at least one helper core for each of a rank's two directions of the wire).
+constexpr int kMaxLanes = 8;
+Status lane_count(int ranks_on_host, int *out);
+
 class Worker {
  public:
   // The process's worker, made on first use, on the network devices nearest the GPU with PCI
-  // bus id `gpu_bus` (net_devices.h; empty: no GPU).
-  static Status acquire(const std::string &gpu_bus, std::shared_ptr<Worker> *out);
+  // bus id `gpu_bus` (net_devices.h; empty: no GPU), with COHORT_UCX_LANES lanes (0: as many
+  // as the host's CPUs give each of its `ranks_on_host` ranks, lane_count()).
+  static Status acquire(const std::string &gpu_bus, int ranks_on_host,
+                        std::shared_ptr<Worker> *out);
   // A worker of its own (tests connect two in one process); `net_devices`: UCX_NET_DEVICES'
   // value for it, empty for UCX's choice.
-  static Status create(std::shared_ptr<Worker> *out, const std::string &net_devices = "");
+  static Status create(std::shared_ptr<Worker> *out, const std::string &net_devices = "",
+                       int lanes = 1);
   ~Worker();
   Worker(const Worker &) = delete;
   Worker &operator=(const Worker &) = delete;
@@ -73,15 +85,25 @@ class Worker {
   // this process tags with the receiver's id, so ids need no agreement across processes.
   uint64_t new_team_id();
 
+  // The lanes' addresses, in lane order.
+  std::vector<std::string> lane_addresses() const;
+  // Links on the first min(lanes, peer's lanes) lanes to the peer whose lanes are at
+  // `addresses` (`who` names it in errors).
+  Status lane_links(const std::vector<std::string> &addresses, const std::string &who,
+                    std::vector<LaneLink> *out);
+  // The first `n` lanes (at most all of them): where the receives from a peer are posted.
+  std::vector<Lane *> lanes(size_t n) const;
+
  private:
   Worker() = default;
-  Status init(const std::string &net_devices);
+  Status init(const std::string &net_devices, int lanes);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
   std::map<std::string, Endpoint *> endpoints_;           // the live one per address
   std::vector<std::unique_ptr<Endpoint>> all_endpoints_;  // failed ones too: channels hold them
+  std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex mutex_;
   std::mutex ids_mutex_;
   uint64_t next_team_id_ = 1;

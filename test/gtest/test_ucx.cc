@@ -10,6 +10,8 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -25,15 +27,24 @@ namespace {
 struct Pair {
   std::shared_ptr<Worker> a, b;
   Endpoint *a_to_b = nullptr;
+  std::vector<LaneLink> a_lanes;  // a's lanes to b's, as many as both have
+  std::vector<Lane *> b_lanes;    // b's lanes that a's reach
 };
 
-// Two workers with an endpoint from a to b; skips where UCX has no network transport.
-void connect_pair(Pair *pair) {
-  ASSERT_EQ(Worker::create(&pair->a), COHORT_SUCCESS) << last_error();
-  ASSERT_EQ(Worker::create(&pair->b), COHORT_SUCCESS) << last_error();
+// Two workers with an endpoint from a to b; a has `a_lanes` lanes, b `b_lanes`; skips where
+// UCX has no network transport.
+void connect_pair(Pair *pair, int a_lanes = 3, int b_lanes = 2) {
+  ASSERT_EQ(Worker::create(&pair->a, "", a_lanes), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::create(&pair->b, "", b_lanes), COHORT_SUCCESS) << last_error();
   if (pair->b->address().empty()) GTEST_SKIP() << "UCX offers no network transport here";
   ASSERT_EQ(pair->a->endpoint(pair->b->address(), "worker b", &pair->a_to_b), COHORT_SUCCESS)
       << last_error();
+  ASSERT_EQ(pair->a->lane_links(pair->b->lane_addresses(), "worker b", &pair->a_lanes),
+            COHORT_SUCCESS)
+      << last_error();
+  pair->b_lanes = pair->b->lanes(pair->a_lanes.size());
+  ASSERT_EQ(pair->a_lanes.size(), static_cast<size_t>(std::min(a_lanes, b_lanes)));
+  ASSERT_EQ(pair->b_lanes.size(), pair->a_lanes.size());
 }
 
 // Streams `words` 64-bit counters (starting at `first`) from `to` to `from` in random chunks,
@@ -127,7 +138,7 @@ TEST(UcxChannel, SenderLendsNothingWhileEverySlotIsInFlightThenResumes) {
   // Slots are freed only as UCX finishes with them; with a receiver that does not read yet,
   // a large message stays in flight (rendezvous), so the sender must stop lending.
   ucp_tag_t tag = make_tag(9, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 0, 2);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 0, {}, 2);
   int lent_slots = 0;
   for (int i = 0; i < 50; ++i) {
     size_t lent = 0;
@@ -282,8 +293,8 @@ TEST(UcxDirect, MessagesLandWholeInPlaceAndInPiecesInOrder) {
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(21, 2);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
-  RecvChannel from(*pair.b, tag, nullptr, 64 << 10);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, nullptr, 64 << 10, pair.b_lanes);
   EXPECT_EQ(to.direct_min(), 64u << 10);
   EXPECT_EQ(from.direct_min(), 64u << 10);
   // One fragment, several, the last one short, more than a sender keeps in flight.
@@ -305,13 +316,43 @@ TEST(UcxDirect, MessagesLandWholeInPlaceAndInPiecesInOrder) {
   EXPECT_EQ(to.in_flight(), 0);
 }
 
+// The lanes' threads move a direct message: the caller only posts and looks (peek_direct and
+// direct_sent progress no worker), whatever the lane counts of the two ends.
+TEST(UcxDirect, TheLanesThreadsMoveMessagesTheCallerOnlyLooks) {
+  for (auto [a_lanes, b_lanes] : {std::pair{1, 4}, std::pair{4, 4}}) {
+    Pair pair;
+    connect_pair(&pair, a_lanes, b_lanes);
+    if (HasFatalFailure() || IsSkipped()) return;
+    const ucp_tag_t tag = make_tag(27, 1);
+    SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
+    RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10, pair.b_lanes);
+    const std::vector<unsigned char> data = pattern((9 << 20) + 24, 11);
+    std::vector<unsigned char> landing(data.size());
+    ASSERT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS);
+    ASSERT_EQ(from.start_direct(landing.data(), landing.size()), COHORT_SUCCESS);
+    size_t received = 0;
+    bool sent = false;
+    const int64_t deadline = deadline_after(30);
+    while ((received < data.size() || !sent) && now_ns() < deadline) {
+      sent = to.direct_sent();  // posts fragments as earlier ones leave
+      size_t n = 0;
+      if (from.peek_direct(&n) != nullptr) from.consume_direct(n);
+      received += n;
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(received, data.size()) << a_lanes << " and " << b_lanes << " lanes";
+    EXPECT_TRUE(landing == data) << a_lanes << " and " << b_lanes << " lanes";
+    for (Lane *lane : pair.b_lanes) EXPECT_EQ(lane->in_flight(), 0);
+  }
+}
+
 TEST(UcxDirect, DirectMessagesAndTheByteStreamKeepTheirOrdersApart) {
   Pair pair;
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(23, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
-  RecvChannel from(*pair.b, tag, nullptr, 64 << 10);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, nullptr, 64 << 10, pair.b_lanes);
   // A small message on the stream, a direct one, another small one: the receiver takes the
   // direct one first, and the two small ones still come in order, whole.
   for (uint64_t word : {0xA1ull, 0xA2ull}) {
@@ -344,8 +385,8 @@ TEST(UcxDirect, AFragmentLargerThanExpectedBreaksTheReceivingChannel) {
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(25, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10);
-  RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10, pair.b_lanes);
   const std::vector<unsigned char> data = pattern(1 << 20, 9);  // fragments of 256 KiB
   std::vector<unsigned char> landing((100 << 10) + 8, 0xEE);
   ASSERT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS);
@@ -420,8 +461,8 @@ TEST(UcxWorker, TeamIdsAreNeverHandedOutTwice) {
 
 TEST(UcxWorker, TheProcessWorkerIsSharedWhileInUse) {
   std::shared_ptr<Worker> one, two;
-  ASSERT_EQ(Worker::acquire("", &one), COHORT_SUCCESS) << last_error();
-  ASSERT_EQ(Worker::acquire("", &two), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::acquire("", 1, &one), COHORT_SUCCESS) << last_error();
+  ASSERT_EQ(Worker::acquire("", 1, &two), COHORT_SUCCESS) << last_error();
   EXPECT_EQ(one.get(), two.get());
   EXPECT_EQ(make_tag(5, 3) >> kTagTeamShift, 5u);
   EXPECT_EQ(make_tag(5, 3) & kTagRankMask, 3u);

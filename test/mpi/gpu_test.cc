@@ -217,7 +217,7 @@ void refusals() {
 // work.
 void no_p2p() {
   cohort_team_t team = gpu_team();
-  constexpr size_t kCount = 3 << 20;  // several pieces of COHORT_STAGED_CHUNK_BYTES
+  constexpr size_t kCount = 5 << 20;  // 20 MB: several pieces of COHORT_STAGED_CHUNK_BYTES
   float *device = nullptr;
   CUDA_OK(cudaMalloc(reinterpret_cast<void **>(&device), kCount * sizeof(float)));
   const char *injected = getenv("COHORT_INJECT_NO_P2P");
