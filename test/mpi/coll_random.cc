@@ -8,7 +8,9 @@
 // reduced by MPI in float).  --per-node K puts ranks on fake hosts of K ranks (UCX between).
 // --memory device runs every case on device memory (the CUDA driver's, real or the tests' fake
 // one: test/ompi/fake_cuda.c), copied in before and out after; --stream N enqueues the calls
-// on N streams of its own in turn (the stream-ordered calls; each case waits for its stream).
+// on N streams of its own in turn (the stream-ordered calls; each case waits for its stream),
+// every other one chased, before its stream is waited for, by a blocking allreduce of a small
+// buffer of its own (it shares the team's staging memory with the call still on the stream).
 // The process may not gain threads after the first case (one progress engine per process).
 // Prints "coll_random: N collectives on P ranks, M mismatches, T s"; exits 1 on a mismatch.
 #include <mpi.h>
@@ -129,6 +131,7 @@ struct Device {
   mpi_test::CudaDriver driver;
   char *in = nullptr;
   char *out = nullptr;
+  int32_t *chaser = nullptr;  // kChaser elements
   std::vector<void *> streams;
   long calls = 0;
 };
@@ -162,9 +165,36 @@ cohort_status_t call_cohort(cohort_team_t team, const Case &c, const void *send,
   return COHORT_ERR_INTERNAL;
 }
 
+constexpr int kChaser = 5;
+
+// A blocking allreduce of kChaser int32 (rank + i + call, summed) on the device, issued while a
+// stream-ordered call may still be on its stream; false (and a message) on a wrong result.
+bool chase(cohort_team_t team, Device &d, int rank) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int32_t values[kChaser], sums[kChaser];
+  for (int i = 0; i < kChaser; ++i) values[i] = rank + i + static_cast<int32_t>(d.calls);
+  cohort_status_t s = cohort_memcpy(d.chaser, values, sizeof values);
+  if (s == COHORT_SUCCESS) {
+    s = cohort_allreduce(team, d.chaser, d.chaser, kChaser, COHORT_INT32, COHORT_SUM);
+  }
+  if (s == COHORT_SUCCESS) s = cohort_memcpy(sums, d.chaser, sizeof sums);
+  for (int i = 0; i < kChaser && s == COHORT_SUCCESS; ++i) {
+    const int32_t want = size * (size - 1) / 2 + size * (i + static_cast<int32_t>(d.calls));
+    if (sums[i] == want) continue;
+    std::printf(
+        "rank %d: the blocking allreduce chasing stream call %ld: element %d is %d, not %d\n", rank,
+        d.calls, i, sums[i], want);
+    return false;
+  }
+  if (s != COHORT_SUCCESS)
+    std::printf("rank %d: the chasing allreduce failed: %s\n", rank, cohort_last_error());
+  return s == COHORT_SUCCESS;
+}
+
 // The call on device copies of the host buffers (same offsets), then the results copied back.
 cohort_status_t run_on_device(cohort_team_t team, const Case &c, Buffers &b, const void *send,
-                              void *recv, Device &d) {
+                              void *recv, Device &d, int rank) {
   auto moved = [&](const void *p) -> char * {
     const char *q = static_cast<const char *>(p);
     if (q >= b.in.data() && q < b.in.data() + b.in.size()) return d.in + (q - b.in.data());
@@ -175,6 +205,9 @@ cohort_status_t run_on_device(cohort_team_t team, const Case &c, Buffers &b, con
   if (s != COHORT_SUCCESS) return s;
   void *stream = d.streams.empty() ? nullptr : d.streams[d.calls++ % d.streams.size()];
   s = call_cohort(team, c, moved(send), moved(recv), stream);
+  if (s == COHORT_SUCCESS && stream != nullptr && d.calls % 2 == 0 && !chase(team, d, rank)) {
+    return COHORT_ERR_INTERNAL;
+  }
   if (s == COHORT_SUCCESS && stream != nullptr && d.driver.stream_sync(stream) != 0) {
     return COHORT_ERR_CUDA;
   }
@@ -202,7 +235,7 @@ cohort_status_t run_cohort(cohort_team_t team, const Case &c, Buffers &b, int ra
       send = region;
     }
   }
-  if (device != nullptr) return run_on_device(team, c, b, send, recv, *device);
+  if (device != nullptr) return run_on_device(team, c, b, send, recv, *device, rank);
   return call_cohort(team, c, send, recv, nullptr);
 }
 
@@ -321,7 +354,9 @@ int main(int argc, char **argv) {
     const size_t bytes = std::max<size_t>(o.max_count, 1) * sizeof(double) + 2 * kGuard;
     bool ok = device.driver.start() &&
               cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.in)) == 0 &&
-              cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.out)) == 0;
+              cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.out)) == 0 &&
+              cohort_device_alloc(kChaser * sizeof(int32_t),
+                                  reinterpret_cast<void **>(&device.chaser)) == 0;
     for (int i = 0; ok && i < o.streams; ++i) {
       device.streams.push_back(device.driver.new_stream());
       ok = device.streams.back() != nullptr;
