@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/threads.h"
 #include "tl_ucx/requests.h"
+#include "tl_ucx/ucp_setup.h"
 
 namespace cohort::tl_ucx {
 namespace {
@@ -26,6 +27,15 @@ void on_lane_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
   }
 }
 
+// An operation's parameters: always a request, ended in `callback` with `op` as user data.
+ucp_request_param_t op_param(LaneOp *op) {
+  ucp_request_param_t param = {};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.user_data = op;
+  return param;
+}
+
 }  // namespace
 
 Status Lane::create(int index, const std::string &net_devices, std::unique_ptr<Lane> *out) {
@@ -38,34 +48,15 @@ Status Lane::create(int index, const std::string &net_devices, std::unique_ptr<L
 }
 
 Status Lane::init(const std::string &net_devices) {
-  ucp_config_t *config = nullptr;
-  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-  if (st != UCS_OK) return lane_failure(index_, "ucp_config_read", st);
-  if (!net_devices.empty()) st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
-  if (st != UCS_OK) {
-    ucp_config_release(config);
-    return lane_failure(index_, "ucp_config_modify(NET_DEVICES)", st);
-  }
-  ucp_params_t params = {};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-  st = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
-  if (st != UCS_OK) return lane_failure(index_, "ucp_init", st);
-  ucp_worker_params_t worker_params = {};
-  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // mutex_ serialises it
-  st = ucp_worker_create(context_, &worker_params, &worker_);
-  if (st != UCS_OK) return lane_failure(index_, "ucp_worker_create", st);
-  st = ucp_worker_get_efd(worker_, &event_fd_);
+  UcpParts parts;
+  const std::string owner = "the wire's lane " + std::to_string(index_);
+  Status s = open_ucp(owner.c_str(), net_devices, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP, &parts);
+  context_ = parts.context;
+  worker_ = parts.worker;
+  address_ = std::move(parts.address);
+  if (is_error(s)) return s;
+  const ucs_status_t st = ucp_worker_get_efd(worker_, &event_fd_);
   if (st != UCS_OK) return lane_failure(index_, "ucp_worker_get_efd", st);
-  ucp_worker_attr_t attr = {};
-  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
-  attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
-  st = ucp_worker_query(worker_, &attr);
-  if (st != UCS_OK) return lane_failure(index_, "ucp_worker_query", st);
-  address_.assign(reinterpret_cast<const char *>(attr.address), attr.address_length);
-  ucp_worker_release_address(worker_, attr.address);
   return COHORT_SUCCESS;
 }
 
@@ -104,14 +95,8 @@ Status Lane::endpoint(const std::string &address, const std::string &who, LaneEn
     endpoints_.erase(it);  // its channels keep it, and their failure, until the lane goes
   }
   auto endpoint = std::make_unique<LaneEndpoint>();
-  ucp_ep_params_t params = {};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t *>(address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = on_lane_endpoint_error;
-  params.err_handler.arg = endpoint.get();
-  const ucs_status_t st = ucp_ep_create(worker_, &params, &endpoint->ep);
+  const ucs_status_t st =
+      connect_ucp(worker_, address, on_lane_endpoint_error, endpoint.get(), &endpoint->ep);
   if (st != UCS_OK) {
     return failf(COHORT_ERR_SYSTEM, "UCX ucp_ep_create on the wire's lane %d to %s failed: %s",
                  index_, who.c_str(), ucs_status_string(st));
@@ -160,11 +145,8 @@ ucs_status_t Lane::send(LaneEndpoint *to, const void *data, size_t bytes, ucp_ta
                         LaneOp *op) {
   op->lane_ = this;
   op->status_.store(UCS_INPROGRESS, std::memory_order_relaxed);
-  ucp_request_param_t param = {};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  ucp_request_param_t param = op_param(op);
   param.cb.send = on_sent;
-  param.user_data = op;
   auto lock = lock_to_post();
   return posted(ucp_tag_send_nbx(to->ep, data, bytes, tag, &param), op);
 }
@@ -173,11 +155,8 @@ ucs_status_t Lane::receive(void *data, size_t bytes, ucp_tag_t tag, LaneOp *op) 
   op->lane_ = this;
   op->length_ = 0;
   op->status_.store(UCS_INPROGRESS, std::memory_order_relaxed);
-  ucp_request_param_t param = {};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  ucp_request_param_t param = op_param(op);
   param.cb.recv = on_received;
-  param.user_data = op;
   auto lock = lock_to_post();
   return posted(ucp_tag_recv_nbx(worker_, data, bytes, tag, kFullMask, &param), op);
 }

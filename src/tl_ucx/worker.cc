@@ -8,16 +8,13 @@
 #include "core/threads.h"
 #include "tl_ucx/net_devices.h"
 #include "tl_ucx/requests.h"
+#include "tl_ucx/ucp_setup.h"
 
 namespace cohort::tl_ucx {
 namespace {
 
 std::mutex g_instance_mutex;
 std::weak_ptr<Worker> g_instance;
-
-Status ucx_failure(const char *call, ucs_status_t status) {
-  return failf(COHORT_ERR_SYSTEM, "UCX %s failed: %s", call, ucs_status_string(status));
-}
 
 // A peer's worker became unreachable: every channel over the endpoint fails with the reason.
 void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
@@ -84,36 +81,15 @@ Status Worker::create(std::shared_ptr<Worker> *out, const std::string &net_devic
 }
 
 Status Worker::init(const std::string &net_devices, int lanes) {
-  ucp_config_t *config = nullptr;
-  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-  if (st != UCS_OK) return ucx_failure("ucp_config_read", st);
-  if (!net_devices.empty()) st = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
-  if (st != UCS_OK) {
-    ucp_config_release(config);
-    return ucx_failure("ucp_config_modify(NET_DEVICES)", st);
-  }
-  ucp_params_t params = {};
-  params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_TAG;
-  st = ucp_init(&params, config, &context_);
-  ucp_config_release(config);
-  if (st != UCS_OK) return ucx_failure("ucp_init", st);
-  ucp_worker_params_t worker_params = {};
-  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-  st = ucp_worker_create(context_, &worker_params, &worker_);
-  if (st != UCS_OK) return ucx_failure("ucp_worker_create", st);
-  // Peers on other hosts can only use network transports: a network-only address is smaller.
-  ucp_worker_attr_t attr = {};
-  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_ADDRESS_FLAGS;
-  attr.address_flags = UCP_WORKER_ADDRESS_FLAG_NET_ONLY;
-  st = ucp_worker_query(worker_, &attr);
-  if (st != UCS_OK) return ucx_failure("ucp_worker_query", st);
-  address_.assign(reinterpret_cast<const char *>(attr.address), attr.address_length);
-  ucp_worker_release_address(worker_, attr.address);
+  UcpParts parts;
+  Status s = open_ucp("the process's worker", net_devices, UCP_FEATURE_TAG, &parts);
+  context_ = parts.context;
+  worker_ = parts.worker;
+  address_ = std::move(parts.address);
+  if (is_error(s)) return s;
   for (int i = 0; i < lanes; ++i) {
     std::unique_ptr<Lane> lane;
-    Status s = Lane::create(i, net_devices, &lane);
+    s = Lane::create(i, net_devices, &lane);
     if (is_error(s)) return s;
     lanes_.push_back(std::move(lane));
   }
@@ -166,14 +142,8 @@ Status Worker::endpoint(const std::string &address, const std::string &who, Endp
   }
   auto endpoint = std::make_unique<Endpoint>();
   endpoint->who = who;
-  ucp_ep_params_t params = {};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t *>(address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = on_endpoint_error;
-  params.err_handler.arg = endpoint.get();
-  ucs_status_t st = ucp_ep_create(worker_, &params, &endpoint->ep);
+  const ucs_status_t st =
+      connect_ucp(worker_, address, on_endpoint_error, endpoint.get(), &endpoint->ep);
   if (st != UCS_OK) {
     return failf(COHORT_ERR_SYSTEM, "UCX ucp_ep_create to %s failed: %s", who.c_str(),
                  ucs_status_string(st));
