@@ -129,14 +129,15 @@ void Lane::ended(LaneOp *op, void *request, ucs_status_t status) {
   op->status_.store(status, std::memory_order_release);
 }
 
-// After ucp_*_nbx under the mutex: the callback runs only in a later progress, also under it.
+// After ucp_*_nbx under the mutex, the operation counted in flight before it.  UCX may have run the
+// callback already, inside the call (NO_IMM_CMPL allows it): then the request is gone.
 ucs_status_t Lane::posted(void *request, LaneOp *op) {
   if (UCS_PTR_IS_ERR(request)) {
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
     op->status_.store(UCS_PTR_STATUS(request), std::memory_order_release);
     return UCS_PTR_STATUS(request);
   }
-  op->request_ = request;
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (!op->done()) op->request_ = request;
   if (sleeping_) ucp_worker_signal(worker_);
   return UCS_OK;
 }
@@ -148,6 +149,7 @@ ucs_status_t Lane::send(LaneEndpoint *to, const void *data, size_t bytes, ucp_ta
   ucp_request_param_t param = op_param(op);
   param.cb.send = on_sent;
   auto lock = lock_to_post();
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   return posted(ucp_tag_send_nbx(to->ep, data, bytes, tag, &param), op);
 }
 
@@ -158,6 +160,7 @@ ucs_status_t Lane::receive(void *data, size_t bytes, ucp_tag_t tag, LaneOp *op) 
   ucp_request_param_t param = op_param(op);
   param.cb.recv = on_received;
   auto lock = lock_to_post();
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
   return posted(ucp_tag_recv_nbx(worker_, data, bytes, tag, kFullMask, &param), op);
 }
 
