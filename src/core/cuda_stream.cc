@@ -34,7 +34,6 @@ enum Fn {
   kEventQuery,
   kStreamWaitEvent,
   kMemcpyAsync,
-  kMemcpy,
   kWriteValue32,
   kWaitValue32,
   kGetErrorString,
@@ -56,7 +55,6 @@ constexpr const char *kNames[kFnCount][2] = {{"cuMemHostAlloc", nullptr},
                                              {"cuEventQuery", nullptr},
                                              {"cuStreamWaitEvent", nullptr},
                                              {"cuMemcpyAsync", nullptr},
-                                             {"cuMemcpy", nullptr},
                                              {"cuStreamWriteValue32_v2", "cuStreamWriteValue32"},
                                              {"cuStreamWaitValue32_v2", "cuStreamWaitValue32"},
                                              {"cuGetErrorString", nullptr},
@@ -209,12 +207,6 @@ Status copy_async(void *dst, const void *src, size_t bytes, void *stream, const 
   if (bytes == 0) return COHORT_SUCCESS;
   return checked(entry<CuResult (*)(Ptr, Ptr, size_t, void *)>(kMemcpyAsync)(
                      address(dst), address(src), bytes, stream),
-                 what);
-}
-
-Status copy_now(void *dst, const void *src, size_t bytes, const char *what) {
-  if (bytes == 0) return COHORT_SUCCESS;
-  return checked(entry<CuResult (*)(Ptr, Ptr, size_t)>(kMemcpy)(address(dst), address(src), bytes),
                  what);
 }
 

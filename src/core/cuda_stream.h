@@ -59,9 +59,6 @@ Status stream_wait_event(void *stream, void *event, const char *what);
 
 // Unified addressing: either side may be device or page-locked memory.
 Status copy_async(void *dst, const void *src, size_t bytes, void *stream, const char *what);
-// The same on the legacy default stream, returning once the copy ended (between device and
-// page-locked memory: cuMemcpy is synchronous for both directions there).
-Status copy_now(void *dst, const void *src, size_t bytes, const char *what);
 // `word` lies in mapped_alloc memory.  write: *word = value once the stream's earlier work is
 // done and visible.  wait: later work of the stream waits until (int32_t)(*word - value) >= 0.
 Status write_word(uint32_t *word, uint32_t value, void *stream, const char *what);

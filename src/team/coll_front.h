@@ -139,7 +139,6 @@ class CollFront {
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
                              std::vector<StagedRun> *runs, void *stream);
-  Status run_staged_now(const CollCall &call, const StagedPlan &plan, StagedRun *run);
   bool progress_requests();
   void ended(CollRequest &r);  // a request left the queue: its gate hears it
   void advance(CollRequest &r);

@@ -7,8 +7,7 @@
 // reuses the slot of the piece kSlots before it once that one was copied out.  On a stream the
 // caller's thread only enqueues; the progress engine (progress_engine.h) runs the pieces, so
 // the copies of one piece overlap the wire of another and no host thread waits per call.  A
-// blocking call is driven by its own thread instead (run_staged_blocking), and one of a single
-// piece copies synchronously (run_staged_now).
+// blocking call is driven by its own thread instead (run_staged_blocking).
 #include "core/clock.h"
 #include "core/cuda_stream.h"
 #include "core/log.h"
@@ -140,7 +139,6 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   s = staging_->reserve(std::max<size_t>(1, slots * plan.slot_bytes));
   if (!is_error(s)) s = prepare_pieces(call, plan, &runs);
   if (is_error(s)) return s;
-  if (blocking && runs.size() == 1) return run_staged_now(call, plan, &runs[0]);
   if (blocking) return run_staged_blocking(call, plan, &runs, stream);
   const uint32_t first = staging_->claim(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
@@ -196,46 +194,6 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   Status ended = st.finished(stream);
   if (!is_error(ended)) ended = drain_stream(stream, "a collective through host memory");
   return is_error(s) ? fail(s, why) : ended;
-}
-
-// A blocking call of one piece: nothing to overlap, so the driver copies it in and out
-// synchronously, on the legacy stream (ordered after its work, as the team's own stream is),
-// and no event, gate or stream is polled: three round trips to the GPU fewer per call (8 B).
-// The slots are written at once: first the device must be done with the team's last call.
-Status CollFront::run_staged_now(const CollCall &call, const StagedPlan &plan, StagedRun *run) {
-  const StagedPiece &piece = plan.pieces[0];
-  char *slot = staging_->memory();
-  Status s = COHORT_SUCCESS;
-  if (void *last = staging_->last_end()) {
-    Backoff backoff(spins_);
-    while ((s = cuda::event_query(last, "waiting for the team's last call through host memory")) ==
-           COHORT_IN_PROGRESS) {
-      if (progress_requests()) backoff.reset();
-      backoff.pause();
-    }
-  }
-  if (!is_error(s)) {
-    s = cuda::copy_now(slot + piece.in.slot_offset,
-                       static_cast<const char *>(call.src) + piece.in.device_offset, piece.in.bytes,
-                       "copying a piece of device memory into host memory");
-  }
-  bool piece_failed = false;  // then the team stopped already, told every peer
-  if (!is_error(s)) {
-    run->request = std::make_shared<CollRequest>();
-    queue(run->call, run->args, *run->rule, run->request);
-    s = wait(run->request);
-    piece_failed = is_error(s);
-  }
-  if (!is_error(s)) {
-    s = cuda::copy_now(static_cast<char *>(call.dst) + piece.out.device_offset,
-                       slot + piece.out.slot_offset, piece.out.bytes,
-                       "copying a piece of the result back to device memory");
-  }
-  if (!is_error(s) || piece_failed) return s;
-  // A copy the driver refused: the peers would wait for this rank's piece, or go on alone.
-  const std::string why = last_error();
-  stop(s, why, true);
-  return fail(s, why);
 }
 
 Status CollFront::abandon_queued(Status s) {

@@ -65,8 +65,6 @@ class Staging {
   // stream, and its end recorded.
   Status order(void *stream);
   Status finished(void *stream);
-  // The event after the team's last call's stream work (null: none yet).
-  void *last_end() const { return used_ ? end_ : nullptr; }
   // A send/recv group on several streams runs on the first: it waits for what the others
   // hold so far (join), and after the group the others wait for it (rejoin), as NCCL's groups.
   Status join(void *first, const std::vector<void *> &others);
