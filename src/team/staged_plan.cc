@@ -34,7 +34,9 @@ StagedPlan whole(const coll::Call &c, int rank, int size, size_t elem) {
   const auto src = reinterpret_cast<uintptr_t>(c.src), dst = reinterpret_cast<uintptr_t>(c.dst);
   const bool overlap = p.has_src && p.has_dst && src < dst + dst_bytes && dst < src + src_bytes;
   StagedPlan plan;
-  if (overlap) {
+  if (staged_elementwise(c.collective)) {  // in place: both sides at the slot's start
+    plan.slot_bytes = std::max(p.has_src ? src_bytes : 0, p.has_dst ? dst_bytes : 0);
+  } else if (overlap) {
     const uintptr_t low = std::min(src, dst);
     p.src_offset = src - low;
     p.dst_offset = dst - low;
@@ -65,17 +67,13 @@ StagedPlan plan_staged(const coll::Call &c, int rank, int size, size_t chunk_byt
   }
   const size_t per_piece = std::max<size_t>(1, chunk_bytes / elem);
   const bool has_src = coll::uses_src(c, rank), has_dst = coll::uses_dst(c, rank);
-  const bool in_place = has_src && has_dst && c.src == c.dst;
-  const size_t piece_bytes = per_piece * elem;
-  const size_t dst_offset = has_src && !in_place ? staged_aligned(piece_bytes) : 0;
   StagedPlan plan;
-  plan.slot_bytes = has_dst ? dst_offset + piece_bytes : piece_bytes;
+  plan.slot_bytes = per_piece * elem;  // in place, as whole()
   for (size_t first = 0; first < c.count; first += per_piece) {
     StagedPiece p;
     p.count = std::min(per_piece, c.count - first);
     p.has_src = has_src;
     p.has_dst = has_dst;
-    p.dst_offset = dst_offset;
     const size_t offset = first * elem, bytes = p.count * elem;
     if (has_src) p.in = {offset, p.src_offset, bytes};
     if (has_dst) p.out = {offset, p.dst_offset, bytes};

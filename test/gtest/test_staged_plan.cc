@@ -1,7 +1,7 @@
 // The pieces of a collective on device memory that runs through host memory (team/
 // staged_plan.h): elementwise collectives cut into pieces that cover the buffer once, in
-// order, each within a slot; the others whole; overlapping buffers (NCCL's in-place forms)
-// overlapping alike in the slot; the sides a rank does not use left out.
+// order, each within a slot, in place on it; the others whole, their overlapping buffers
+// (NCCL's in-place forms) overlapping alike in the slot; the sides a rank does not use left out.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -53,11 +53,13 @@ TEST(StagedPlan, AllreduceCutIntoPiecesWithARemainder) {
       make_call(Collective::kAllreduce, 1000003, at(0x10000), at(0x900000)), 0, 4, 65536);
   ASSERT_EQ(plan.pieces.size(), 62u);
   EXPECT_EQ(plan.pieces.back().count, 1000003u - 61 * 16384);
-  EXPECT_EQ(plan.slot_bytes, 2u * 65536);
+  EXPECT_EQ(plan.slot_bytes, 65536u);  // out of place on the device, in place on the slot
   for (const StagedPiece &p : plan.pieces) {
     EXPECT_TRUE(p.has_src && p.has_dst);
     EXPECT_EQ(p.in.bytes, p.out.bytes);
     EXPECT_EQ(p.in.device_offset, p.out.device_offset);
+    EXPECT_EQ(p.src_offset, 0u);
+    EXPECT_EQ(p.dst_offset, 0u);
   }
   expect_tiling(plan, 1000003u * 4);
 }
@@ -76,7 +78,8 @@ TEST(StagedPlan, SmallCallsAreOnePiece) {
   ASSERT_EQ(plan.pieces.size(), 1u);
   EXPECT_EQ(plan.pieces[0].in.bytes, 12u);
   EXPECT_EQ(plan.pieces[0].out.bytes, 12u);
-  EXPECT_GE(plan.pieces[0].dst_offset, 12u);
+  EXPECT_EQ(plan.pieces[0].src_offset, plan.pieces[0].dst_offset);  // in place on the slot
+  EXPECT_EQ(plan.slot_bytes, 12u);
 }
 
 TEST(StagedPlan, BroadcastOffTheRootOnlyReceivesAndReduceOffTheRootOnlySends) {
