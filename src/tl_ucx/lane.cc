@@ -129,8 +129,8 @@ void Lane::ended(LaneOp *op, void *request, ucs_status_t status) {
   op->status_.store(status, std::memory_order_release);
 }
 
-// After ucp_*_nbx under the mutex, the operation counted in flight before it.  UCX may have run the
-// callback already, inside the call (NO_IMM_CMPL allows it): then the request is gone.
+// After ucp_*_nbx under the mutex, the operation counted in flight before it.  UCX may have
+// run the callback already, inside the call (NO_IMM_CMPL allows it): then the request is gone.
 ucs_status_t Lane::posted(void *request, LaneOp *op) {
   if (UCS_PTR_IS_ERR(request)) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);

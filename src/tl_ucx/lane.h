@@ -76,7 +76,7 @@ class Lane {
   int in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
  private:
-  Lane(int index) : index_(index) {}
+  explicit Lane(int index) : index_(index) {}
   Status init(const std::string &net_devices);
   void run();
   void sleep(std::unique_lock<std::mutex> &lock);
