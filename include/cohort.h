@@ -539,7 +539,7 @@ COHORT_API cohort_status_t cohort_mem_deregister(cohort_team_t team, cohort_mem_
  * buffers are read and written when `stream` (a cudaStream_t; NULL: CUDA's default stream)
  * reaches the operation, and cohort_group_end only enqueues (outside a group, so does the
  * call).  One team's operations in a group are all blocking or all stream-ordered; on several
- * streams, the group runs after what each of them holds, and each runs on after the group. 
+ * streams, the group runs after what each of them holds, and each runs on after the group.
  * On device memory, send/recv runs through page-locked host memory, within a host and across
  * hosts: the sends' bytes are copied into it, the group runs over the host path, the bytes
  * received are copied back; a group is staged whole (host memory of its total size, kept for

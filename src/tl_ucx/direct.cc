@@ -12,6 +12,11 @@ constexpr size_t kFragmentUnit = 64 * 1024;
 constexpr size_t kMinFragment = 256 * 1024;
 constexpr size_t kMaxFragment = 4 * 1024 * 1024;
 
+// The lane of the fragment that starts at byte `offset` of a message cut into fragments of
+// `fragment` bytes, over `lanes` lanes: both ends compute it alike, so a fragment's send and
+// receive meet on one lane.
+size_t lane_of(size_t offset, size_t fragment, size_t lanes) { return offset / fragment % lanes; }
+
 // Lets go of fragments at teardown; returns how many UCX may still use (their operations and
 // buffers are then left to it: released, never freed).
 template <typename Fragments, typename Keep>
@@ -57,7 +62,7 @@ bool DirectSender::progress(ucs_status_t *error) {
     fragments_.pop_front();
   }
   while (posted_ < bytes_ && fragments_.size() < kSendFragmentsInFlight && *error == UCS_OK) {
-    const LaneLink &link = lanes_[posted_ / fragment_ % lanes_.size()];
+    const LaneLink &link = lanes_[lane_of(posted_, fragment_, lanes_.size())];
     Fragment f{std::make_unique<LaneOp>(), link.lane, std::min(fragment_, bytes_ - posted_)};
     const ucs_status_t st = link.lane->send(link.to, data_ + posted_, f.bytes, tag_, f.op.get());
     if (st != UCS_OK) {
@@ -104,7 +109,7 @@ void DirectReceiver::post_more(ucs_status_t *error) {
   while (posted_ < bytes_ && fragments_.size() < limit) {
     Fragment f;
     f.op = std::make_unique<LaneOp>();
-    f.lane = lanes_[posted_ / fragment_ % lanes_.size()];
+    f.lane = lanes_[lane_of(posted_, fragment_, lanes_.size())];
     f.bytes = std::min(fragment_, bytes_ - posted_);
     if (landing_ != nullptr) {
       f.at = landing_ + posted_;

@@ -21,6 +21,18 @@ void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
   static_cast<Endpoint *>(arg)->fail(status);
 }
 
+// Lanes for a process whose host runs `ranks_on_host` ranks of the team that makes the
+// worker: COHORT_UCX_LANES, or where that is 0, a quarter of the host's CPUs per rank, from 1
+// to kMaxLanes.
+Status lane_count(int ranks_on_host, int *out) {
+  int64_t lanes = 0;
+  Status s = param_int("UCX_LANES", &lanes);
+  if (is_error(s)) return s;
+  if (lanes == 0) lanes = online_cpus() / (4 * std::max(ranks_on_host, 1));
+  *out = static_cast<int>(std::clamp<int64_t>(lanes, 1, kMaxLanes));
+  return COHORT_SUCCESS;
+}
+
 }  // namespace
 
 Status Endpoint::failure() const {
@@ -35,15 +47,6 @@ void Endpoint::fail(ucs_status_t reason) {
   // Not a warning by itself: a peer that ended its part of the job closes its connections
   // too.  A collective that needs this endpoint fails with it, and that failure is warned of.
   COHORT_LOG_INFO(NET, "UCX connection to %s failed: %s", who.c_str(), ucs_status_string(reason));
-}
-
-Status lane_count(int ranks_on_host, int *out) {
-  int64_t lanes = 0;
-  Status s = param_int("UCX_LANES", &lanes);
-  if (is_error(s)) return s;
-  if (lanes == 0) lanes = online_cpus() / (4 * std::max(ranks_on_host, 1));
-  *out = static_cast<int>(std::clamp<int64_t>(lanes, 1, kMaxLanes));
-  return COHORT_SUCCESS;
 }
 
 Status Worker::acquire(const std::string &gpu_bus, int ranks_on_host,

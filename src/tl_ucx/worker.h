@@ -51,17 +51,14 @@ struct Endpoint {
   void fail(ucs_status_t reason);
 };
 
-// Lanes for a process whose host runs `ranks_on_host` ranks of the team that makes the
-// worker: COHORT_UCX_LANES, or where that is 0, a quarter of the host's CPUs per rank, from 1
-// to kMaxLanes (at least one helper core for each of a rank's two directions of the wire).
+// The most lanes a process makes (COHORT_UCX_LANES' bound; the connect record's room).
 constexpr int kMaxLanes = 8;
-Status lane_count(int ranks_on_host, int *out);
 
 class Worker {
  public:
   // The process's worker, made on first use, on the network devices nearest the GPU with PCI
   // bus id `gpu_bus` (net_devices.h; empty: no GPU), with COHORT_UCX_LANES lanes (0: as many
-  // as the host's CPUs give each of its `ranks_on_host` ranks, lane_count()).
+  // as the host's CPUs give each of its `ranks_on_host` ranks).
   static Status acquire(const std::string &gpu_bus, int ranks_on_host,
                         std::shared_ptr<Worker> *out);
   // A worker of its own (tests connect two in one process); `net_devices`: UCX_NET_DEVICES'
