@@ -26,6 +26,7 @@ constexpr ParamRange kMailboxBytes{64, kGiB, true};
 constexpr ParamRange kMessageBytes{0, kTiB};
 constexpr ParamRange kStagedChunk{4096, kGiB, true};
 constexpr ParamRange kLanes{0, 8};
+constexpr ParamRange kStagedKernel{0, 1 << 20};
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -80,6 +81,11 @@ const std::vector<ParamSpec> kParams = {
      "collectives on device memory that run through host memory (a team across hosts): "
      "allreduce, reduce and broadcast go in pieces of this size (a power of two), so that "
      "copies overlap the wire.  Every rank of a team must set the same"},
+    {"STAGED_KERNEL_BYTES", ParamType::kInt, "65536", "bytes", "", kStagedKernel,
+     "collectives on device memory through host memory: a call of one piece whose input and "
+     "output are at most this size runs its copies and its wait for the host as one small "
+     "kernel instead of the stream's copies and memory operations (a CUDA build, on a real "
+     "driver); 0: never.  Ranks may differ"},
     {"NIC_AFFINITY", ParamType::kEnum, "AUTO", "", "AUTO,OFF", kAny,
      "on a host with several NICs, AUTO gives UCX (UCX_NET_DEVICES, unless set) only the NIC "
      "nearest the rank's GPU, GPUs equally near several NICs taking them in turn; OFF leaves "

@@ -24,8 +24,11 @@ Status CollFront::configure() {
   if (!is_error(s)) s = param_double("COLL_TIMEOUT", &timeout_s_);
   int64_t chunk = 0;
   if (!is_error(s)) s = param_int("STAGED_CHUNK_BYTES", &chunk);
+  int64_t kernel_bytes = 0;
+  if (!is_error(s)) s = param_int("STAGED_KERNEL_BYTES", &kernel_bytes);
   if (is_error(s)) return s;
   chunk_bytes_ = static_cast<size_t>(chunk);
+  kernel_bytes_ = static_cast<size_t>(kernel_bytes);
   // A message from a peer of this host takes well under a microsecond: poll that long before
   // yielding, unless ranks share cores (then spinning only delays the peer that must run).
   cpu_set_t cpus;

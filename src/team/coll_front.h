@@ -137,6 +137,9 @@ class CollFront {
   Status drain_stream(void *stream, const char *what);
   Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
+  // A call of one small piece as one kernel (staged_kernel.h), where the process launches it.
+  bool staged_by_kernel(const StagedPlan &plan) const;
+  Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece, void *stream);
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
                              std::vector<StagedRun> *runs, void *stream);
   bool progress_requests();
@@ -159,6 +162,7 @@ class CollFront {
   std::string selection_text_;
   double timeout_s_ = 600;    // COHORT_COLL_TIMEOUT
   size_t chunk_bytes_ = 0;    // COHORT_STAGED_CHUNK_BYTES
+  size_t kernel_bytes_ = 0;   // COHORT_STAGED_KERNEL_BYTES
   unsigned spins_ = 0;        // polls before yielding: only with a core per local rank
   mutable std::mutex mutex_;  // one poll of the queue at a time; stop() waits for it
   std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first

@@ -7,12 +7,14 @@
 // reuses the slot of the piece kSlots before it once that one was copied out.  On a stream the
 // caller's thread only enqueues; the progress engine (progress_engine.h) runs the pieces, so
 // the copies of one piece overlap the wire of another and no host thread waits per call.  A
-// blocking call is driven by its own thread instead (run_staged_blocking).
+// blocking call is driven by its own thread instead (run_staged_blocking).  A call of one small
+// piece puts its copies and its wait into one kernel instead (staged_kernel.h), blocking or not.
 #include "core/clock.h"
 #include "core/cuda_stream.h"
 #include "core/log.h"
 #include "team/coll_front.h"
 #include "team/progress_engine.h"
+#include "team/staged_kernel.h"
 #include "team/staged_plan.h"
 
 namespace cohort {
@@ -104,6 +106,38 @@ Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan, u
   return is_error(s) ? s : st.finished(stream);
 }
 
+bool CollFront::staged_by_kernel(const StagedPlan &plan) const {
+  if (plan.pieces.size() != 1) return false;
+  const StagedPiece &p = plan.pieces[0];
+  return p.in.bytes <= kernel_bytes_ && p.out.bytes <= kernel_bytes_ && kernel_bytes_ > 0 &&
+         staged_kernel_usable();
+}
+
+// The stream's part of a call of one piece, as one kernel.
+Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece,
+                                 void *stream) {
+  Staging &st = *staging_;
+  const StagedPiece &p = plan.pieces[0];
+  StagedKernelPiece k;
+  k.in_bytes = p.in.bytes;
+  if (k.in_bytes > 0) {
+    k.in_src = static_cast<const char *>(call.src) + p.in.device_offset;
+    k.in_dst = slot_of(st, plan, 0) + p.in.slot_offset;
+  }
+  k.out_bytes = p.out.bytes;
+  if (k.out_bytes > 0) {
+    k.out_src = slot_of(st, plan, 0) + p.out.slot_offset;
+    k.out_dst = static_cast<char *>(call.dst) + p.out.device_offset;
+  }
+  k.ready = st.ready_word();
+  k.done = st.done_word();
+  k.piece = piece;
+  k.timeout_s = timeout_s_;
+  Status s = st.order(stream);
+  if (!is_error(s)) s = launch_staged_kernel(k, stream);
+  return is_error(s) ? s : st.finished(stream);
+}
+
 Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
   Status s = cuda::stream_ops_available();
   if (!is_error(s) && !staging_) {
@@ -139,20 +173,29 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   s = staging_->reserve(std::max<size_t>(1, slots * plan.slot_bytes));
   if (!is_error(s)) s = prepare_pieces(call, plan, &runs);
   if (is_error(s)) return s;
-  if (blocking) return run_staged_blocking(call, plan, &runs, stream);
+  const bool by_kernel = staged_by_kernel(plan);
+  if (blocking && !by_kernel) return run_staged_blocking(call, plan, &runs, stream);
   const uint32_t first = staging_->claim(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
     runs[k].request = std::make_shared<CollRequest>();
     runs[k].request->gate = staging_->gate(first + static_cast<uint32_t>(k) + 1);
     queue(runs[k].call, runs[k].args, *runs[k].rule, runs[k].request);
   }
-  ProgressEngine::instance().watch(this);
-  s = enqueue_copies(call, plan, first, stream);
+  if (!blocking) ProgressEngine::instance().watch(this);
+  s = by_kernel ? enqueue_kernel(call, plan, first + 1, stream)
+                : enqueue_copies(call, plan, first, stream);
   if (is_error(s)) return abandon_queued(s);
-  COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us",
+  COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us%s",
                    info_.name.c_str(), coll::collective_name(call.collective), runs.size(),
-                   static_cast<long long>(now_ns() / 1000), (now_ns() - began_ns) / 1e3);
-  return COHORT_SUCCESS;
+                   static_cast<long long>(now_ns() / 1000), (now_ns() - began_ns) / 1e3,
+                   by_kernel ? ", as a kernel" : "");
+  if (!blocking) return COHORT_SUCCESS;
+  // A blocking call of one piece as a kernel: this thread runs the piece, which opens once the
+  // kernel announced its input, and then waits for the kernel to copy the output back.
+  s = wait(runs[0].request);
+  const std::string why = is_error(s) ? last_error() : "";
+  Status ended = drain_stream(stream, "a collective through host memory");
+  return is_error(s) ? fail(s, why) : ended;
 }
 
 // A blocking call, driven by the calling thread, which waits anyway: the stream (the team's

@@ -43,6 +43,9 @@ inline void cohort_emul_check_aligned(const void *p, size_t bytes) {
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 
 struct EmulDim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -98,6 +101,13 @@ inline uint32_t __vmaxs4(uint32_t a, uint32_t b) {
   return emul_bytewise(a, b, [](uint32_t x, uint32_t y) {
     return static_cast<int8_t>(x) > static_cast<int8_t>(y) ? x : y;
   });
+}
+
+// The load that bypasses L1 (fetches again each time): a plain one here, aligned as the GPU's.
+template <class T>
+inline T __ldcv(const T *p) {
+  cohort_emul_check_aligned(p, sizeof(T));
+  return *p;
 }
 
 // The streaming store: a plain one here.

@@ -76,7 +76,20 @@ inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemc
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+// Page-locked memory mapped for the device: ordinary memory, at the same address.
+constexpr unsigned cudaHostAllocPortable = 1, cudaHostAllocMapped = 2;
+inline cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned) { return cudaMalloc(p, bytes); }
+inline cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
+struct cudaFuncAttributes {
+  int maxThreadsPerBlock = 1024;
+};
+template <class F>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, F *) {
+  *attributes = cudaFuncAttributes{};
+  return cudaSuccess;
+}
 
 template <class... Args, size_t... I>
 void emul_call(void (*kernel)(Args...), void **args, std::index_sequence<I...>) {
