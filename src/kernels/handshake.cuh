@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "device_team.h"
+#include "global_ns.cuh"
 
 namespace cohort::kernels {
 
@@ -24,16 +25,6 @@ __device__ __forceinline__ uint64_t flag_value(uint64_t sequence, uint32_t step)
 __device__ __forceinline__ uint64_t *flag_at(const DeviceTeam &team, int owner, int writer,
                                              int slot) {
   return reinterpret_cast<uint64_t *>(team.windows[owner] + flag_offset(writer, blockIdx.x, slot));
-}
-
-__device__ __forceinline__ uint64_t global_ns() {
-#ifdef COHORT_KERNELS_EMULATION  // test/gpu/emul: the CPU's steady clock
-  return cohort_emul_global_ns();
-#else
-  uint64_t ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-#endif
 }
 
 // Tells `peer` (every peer but this rank when -1) that this block's data for `slot` is in

@@ -2,22 +2,14 @@
 // waits for the host's collective and copies the output back.
 #include "staged.h"
 
+#include "global_ns.cuh"
+
 namespace cohort::kernels {
 namespace {
 
 constexpr int kThreads = 512;
 // Loads in flight per thread before its stores: reads of host memory are round trips.
 constexpr int kBatch = 4;
-
-__device__ uint64_t globaltimer() {
-#ifdef COHORT_KERNELS_EMULATION  // test/gpu/emul: the CPU's steady clock
-  return cohort_emul_global_ns();
-#else
-  uint64_t ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-#endif
-}
 
 // Every thread of the block copies words i, i + blockDim.x, ...: a batch of loads, then their
 // stores.  Loads bypass L1 (__ldcv): the slot is written by the host between the two copies.
@@ -53,10 +45,10 @@ __device__ void copy_bytes(const void *src, void *dst, size_t bytes) {
 
 // Thread 0 waits for done to reach the piece; false once give_up_ns passed.
 __device__ bool wait_done(const StagedPieceArgs &a) {
-  const uint64_t start = globaltimer();
+  const uint64_t start = global_ns();
   const volatile uint32_t *done = a.done;
   while (static_cast<int32_t>(*done - a.piece) < 0) {
-    if (globaltimer() - start > a.give_up_ns) return false;
+    if (global_ns() - start > a.give_up_ns) return false;
 #if __CUDA_ARCH__ >= 700
     __nanosleep(64);
 #endif
@@ -75,7 +67,12 @@ __global__ void __launch_bounds__(kThreads) staged_piece_kernel(const StagedPiec
     __threadfence_system();  // the host's stores to the slot, before the reads below
   }
   __syncthreads();
-  if (go) copy_bytes(a.out_src, a.out_dst, a.out_bytes);
+  if (!go) return;
+  copy_bytes(a.out_src, a.out_dst, a.out_bytes);
+  if (a.finished == nullptr) return;
+  __threadfence_system();  // this thread's stores of the output, before finished
+  __syncthreads();
+  if (threadIdx.x == 0) *static_cast<volatile uint32_t *>(a.finished) = a.piece;
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ struct StagedPieceArgs {
   uint32_t *ready = nullptr;       // written with `piece` once the input is in the slot
   const uint32_t *done = nullptr;  // waited for until (int32_t)(*done - piece) >= 0
   uint32_t piece = 0;
+  // Optional: written with `piece` once the output is in device memory (a blocking caller
+  // polls it instead of waiting for the kernel's end); never written when giving up.
+  uint32_t *finished = nullptr;
   // The host writes done however its collective ends (at the latest at its own timeout); past
   // this the kernel stops waiting anyway and writes no output, so that it never holds the GPU
   // forever.

@@ -139,7 +139,9 @@ class CollFront {
   Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
   // A call of one small piece as one kernel (staged_kernel.h), where the process launches it.
   bool staged_by_kernel(const StagedPlan &plan) const;
-  Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece, void *stream);
+  Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece, bool blocking,
+                        void *stream);
+  Status await_finished(uint32_t piece, void *stream);  // a blocking call's kernel
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
                              std::vector<StagedRun> *runs, void *stream);
   bool progress_requests();

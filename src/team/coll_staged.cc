@@ -9,6 +9,8 @@
 // the copies of one piece overlap the wire of another and no host thread waits per call.  A
 // blocking call is driven by its own thread instead (run_staged_blocking).  A call of one small
 // piece puts its copies and its wait into one kernel instead (staged_kernel.h), blocking or not.
+#include <atomic>
+
 #include "core/clock.h"
 #include "core/cuda_stream.h"
 #include "core/log.h"
@@ -115,7 +117,7 @@ bool CollFront::staged_by_kernel(const StagedPlan &plan) const {
 
 // The stream's part of a call of one piece, as one kernel.
 Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece,
-                                 void *stream) {
+                                 bool blocking, void *stream) {
   Staging &st = *staging_;
   const StagedPiece &p = plan.pieces[0];
   StagedKernelPiece k;
@@ -132,6 +134,7 @@ Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan, u
   k.ready = st.ready_word();
   k.done = st.done_word();
   k.piece = piece;
+  if (blocking) k.finished = st.finished_word();
   k.timeout_s = timeout_s_;
   Status s = st.order(stream);
   if (!is_error(s)) s = launch_staged_kernel(k, stream);
@@ -182,7 +185,7 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
     queue(runs[k].call, runs[k].args, *runs[k].rule, runs[k].request);
   }
   if (!blocking) ProgressEngine::instance().watch(this);
-  s = by_kernel ? enqueue_kernel(call, plan, first + 1, stream)
+  s = by_kernel ? enqueue_kernel(call, plan, first + 1, blocking, stream)
                 : enqueue_copies(call, plan, first, stream);
   if (is_error(s)) return abandon_queued(s);
   COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us%s",
@@ -193,9 +196,32 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   // A blocking call of one piece as a kernel: this thread runs the piece, which opens once the
   // kernel announced its input, and then waits for the kernel to copy the output back.
   s = wait(runs[0].request);
-  const std::string why = is_error(s) ? last_error() : "";
-  Status ended = drain_stream(stream, "a collective through host memory");
-  return is_error(s) ? fail(s, why) : ended;
+  if (!is_error(s)) return await_finished(first + 1, stream);
+  const std::string why = last_error();
+  drain_stream(stream, "a collective through host memory");  // its output is not the result
+  return fail(s, why);
+}
+
+// The kernel of a blocking call wrote its output: it writes `piece` into the finished word
+// then, a few microseconds before the stream notices its end.  The stream is asked too now and
+// then (a kernel that gave up writes nothing).
+Status CollFront::await_finished(uint32_t piece, void *stream) {
+  std::atomic_ref<uint32_t> word(*staging_->finished_word());
+  auto finished = [&] { return reached(word.load(std::memory_order_acquire), piece); };
+  Backoff backoff(spins_);
+  for (unsigned polls = 1;; ++polls) {
+    if (finished()) return COHORT_SUCCESS;
+    if (polls % 64 == 0) {
+      Status s = cuda::stream_query(stream, "a collective through host memory");
+      if (s != COHORT_IN_PROGRESS) {
+        if (is_error(s) || finished()) return s;  // it may have landed since the first look
+        return failf(COHORT_ERR_INTERNAL,
+                     "%s: a collective through host memory ended without its output (piece %u)",
+                     info_.name.c_str(), piece);
+      }
+    }
+    backoff.pause();
+  }
 }
 
 // A blocking call, driven by the calling thread, which waits anyway: the stream (the team's

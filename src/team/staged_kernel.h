@@ -21,6 +21,7 @@ struct StagedKernelPiece {
   uint32_t *ready = nullptr;
   const uint32_t *done = nullptr;
   uint32_t piece = 0;
+  uint32_t *finished = nullptr;  // optional: the piece once the output is in device memory
   double timeout_s = 0;  // the team's COHORT_COLL_TIMEOUT: the kernel waits longer, then ends
 };
 

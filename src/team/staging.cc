@@ -47,11 +47,11 @@ Status Staging::create(std::unique_ptr<Staging> *out) {
     return fail(COHORT_ERR_CUDA, "the calling thread has no current CUDA context");
   }
   void *words = nullptr;
-  Status s = cuda::mapped_alloc(2 * kWordStride * sizeof(uint32_t), &words,
+  Status s = cuda::mapped_alloc(3 * kWordStride * sizeof(uint32_t), &words,
                                 "allocating the staging words (page-locked, mapped)");
   if (is_error(s)) return s;
   staging->words_ = static_cast<uint32_t *>(words);
-  staging->words_[0] = staging->words_[kWordStride] = 0;
+  staging->words_[0] = staging->words_[kWordStride] = staging->words_[2 * kWordStride] = 0;
   s = cuda::event_create(&staging->end_, "creating the staging event");
   if (is_error(s)) return s;
   *out = std::move(staging);

@@ -60,6 +60,8 @@ class Staging {
   std::shared_ptr<RequestGate> gate(uint32_t piece);
   uint32_t *ready_word() const { return words_; }
   uint32_t *done_word() const { return words_ + kWordStride; }
+  // A blocking call's kernel writes its piece here once its output is in device memory.
+  uint32_t *finished_word() const { return words_ + 2 * kWordStride; }
 
   // Around one call's stream work: after the team's previous call if that was on another
   // stream, and its end recorded.
@@ -85,10 +87,10 @@ class Staging {
     void *event;  // recorded after the last call that used it
   };
   void free_retired(bool all);
-  static constexpr size_t kWordStride = 32;  // ready and done on lines of their own
+  static constexpr size_t kWordStride = 32;  // ready, done, finished on lines of their own
 
   void *context_ = nullptr;    // the CUDA context all of this lives in
-  uint32_t *words_ = nullptr;  // mapped: ready, then done
+  uint32_t *words_ = nullptr;  // mapped: ready, done, finished
   char *memory_ = nullptr;     // mapped
   size_t capacity_ = 0;
   uint32_t next_piece_ = 0;

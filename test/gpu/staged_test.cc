@@ -1,9 +1,9 @@
 // The staged piece kernel (src/kernels/staged.h) against a host thread that plays the host's
 // collective: it waits for the kernel's ready word, checks the input the kernel copied into
 // the slot, writes an output there and then the done word; the kernel must then have copied
-// that output, and nothing around it, into device memory.  Also: it waits while done is
-// behind the piece in cyclic order (so a plain >= compare fails the test), and it gives up
-// past give_up_ns, writing nothing.
+// that output, and nothing around it, into device memory, and then written the finished word. Also:
+// it waits while done is behind the piece in cyclic order (so a plain >= compare fails the test),
+// and it gives up past give_up_ns, writing nothing.
 //
 // Built twice: staged_emul_test on the CPU emulation of the kernels (make check anywhere), and
 // staged_test on a GPU (skips with 77 without one).
@@ -45,8 +45,8 @@ int failures = 0;
 uint8_t in_byte(size_t i, uint32_t piece) { return static_cast<uint8_t>(i * 7 + piece); }
 uint8_t out_byte(size_t i, uint32_t piece) { return static_cast<uint8_t>(i * 13 + piece + 101); }
 
-uint32_t load(const uint32_t *word) {
-  return std::atomic_ref<const uint32_t>(*word).load(std::memory_order_acquire);
+uint32_t load(uint32_t *word) {
+  return std::atomic_ref<uint32_t>(*word).load(std::memory_order_acquire);
 }
 void store(uint32_t *word, uint32_t value) {
   std::atomic_ref<uint32_t>(*word).store(value, std::memory_order_release);
@@ -55,7 +55,7 @@ void store(uint32_t *word, uint32_t value) {
 struct Buffers {
   uint8_t *device = nullptr;  // the call's buffer: input, then output at an offset
   uint8_t *slot = nullptr;    // page-locked, mapped
-  uint32_t *words = nullptr;  // ready at 0, done at 32
+  uint32_t *words = nullptr;  // ready at 0, done at 32, finished at 64
   bool ok() const { return device != nullptr && slot != nullptr && words != nullptr; }
 };
 
@@ -71,6 +71,7 @@ void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uin
   std::memset(b.slot, 0, 2 * kMost + 256);
   store(b.words, piece - 1);
   store(b.words + 32, done_before);
+  store(b.words + 64, piece - 1);
 
   StagedPieceArgs a;
   a.in_src = b.device + in_off;
@@ -82,6 +83,7 @@ void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uin
   a.ready = b.words;
   a.done = b.words + 32;
   a.piece = piece;
+  a.finished = b.words + 64;
   a.give_up_ns = give_up ? 50'000'000ull : 20'000'000'000ull;
 
   std::atomic<bool> announced{false};
@@ -108,6 +110,8 @@ void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uin
   host_side.join();
   EXPECT(err == cudaSuccess, "launch: %s", cudaGetErrorName(err));
   EXPECT(announced.load(), "the kernel never wrote ready (piece %u)", piece);
+  EXPECT(load(b.words + 64) == (give_up ? piece - 1 : piece), "finished is %u (piece %u%s)",
+         load(b.words + 64), piece, give_up ? ", giving up" : "");
 
   cudaMemcpy(host.data(), b.device, host.size(), cudaMemcpyDeviceToHost);
   size_t wrong = 0, outside = 0;
@@ -135,7 +139,7 @@ int main() {
   cudaMalloc(reinterpret_cast<void **>(&b.device), 2 * kMost + 4 * kGuard + 256);
   cudaHostAlloc(reinterpret_cast<void **>(&b.slot), 2 * kMost + 256,
                 cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(reinterpret_cast<void **>(&b.words), 64 * sizeof(uint32_t),
+  cudaHostAlloc(reinterpret_cast<void **>(&b.words), 128 * sizeof(uint32_t),
                 cudaHostAllocMapped | cudaHostAllocPortable);
   if (!b.ok()) {
     std::fprintf(stderr, "staged_test: allocation failed\n");

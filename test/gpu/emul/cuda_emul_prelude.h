@@ -144,7 +144,7 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-// %globaltimer: the CPU's steady clock in nanoseconds (handshake.cuh's global_ns()).
+// %globaltimer: the CPU's steady clock in nanoseconds (global_ns.cuh's global_ns()).
 inline uint64_t cohort_emul_global_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
