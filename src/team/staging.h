@@ -3,7 +3,9 @@
 // in page-locked memory mapped for the device, which order the stream and the team's queue:
 //   ready  the stream writes piece k's number once its input is in its slot;
 //   done   the queue writes it once the piece's host collective ended (its output is in the
-//          slot, or it failed: the stream goes on, and the team's next call says why).
+//          slot, or it failed: the stream goes on, and the team's next call says why);
+// and a third for a blocking call's kernel (staged_kernel.h):
+//   finished  the kernel writes the piece's number once the output is in device memory.
 // Piece numbers grow over the team's life (32-bit, compared cyclically), so no word is ever
 // reset.  Made in the calling thread's CUDA context at the team's first such call.
 #pragma once
