@@ -40,8 +40,16 @@ enum Fn {
   kCtxGetCurrent,
   kCtxPush,
   kCtxPop,
+  // For calls captured into CUDA graphs only (capture_ops_available).
+  kLaunchHostFunc,
+  kUserObjectCreate,
+  kUserObjectRelease,
+  kGraphRetainUserObject,
+  kGetCaptureInfo,
+  kExchangeCaptureMode,
   kFnCount
 };
+constexpr int kFirstCaptureFn = kLaunchHostFunc;
 constexpr const char *kNames[kFnCount][2] = {{"cuMemHostAlloc", nullptr},
                                              {"cuMemFreeHost", nullptr},
                                              {"cuMemHostGetDevicePointer_v2", nullptr},
@@ -60,11 +68,18 @@ constexpr const char *kNames[kFnCount][2] = {{"cuMemHostAlloc", nullptr},
                                              {"cuGetErrorString", nullptr},
                                              {"cuCtxGetCurrent", nullptr},
                                              {"cuCtxPushCurrent_v2", nullptr},
-                                             {"cuCtxPopCurrent_v2", nullptr}};
+                                             {"cuCtxPopCurrent_v2", nullptr},
+                                             {"cuLaunchHostFunc", nullptr},
+                                             {"cuUserObjectCreate", nullptr},
+                                             {"cuUserObjectRelease", nullptr},
+                                             {"cuGraphRetainUserObject", nullptr},
+                                             {"cuStreamGetCaptureInfo_v2", nullptr},
+                                             {"cuThreadExchangeStreamCaptureMode", nullptr}};
 
 struct Driver {
   void *fn[kFnCount] = {};
-  const char *missing = nullptr;  // the first entry point the driver lacks
+  const char *missing = nullptr;          // the first entry point the driver lacks
+  const char *missing_capture = nullptr;  // the first of those for captured calls
 };
 
 const Driver &driver() {
@@ -75,9 +90,10 @@ const Driver &driver() {
       for (const char *name : kNames[i]) {
         if (lib != nullptr && name != nullptr && out.fn[i] == nullptr) out.fn[i] = dlsym(lib, name);
       }
-      if (out.fn[i] == nullptr && out.missing == nullptr) out.missing = kNames[i][0];
+      const char **missing = i < kFirstCaptureFn ? &out.missing : &out.missing_capture;
+      if (out.fn[i] == nullptr && *missing == nullptr) *missing = kNames[i][0];
     }
-    if (lib == nullptr) out.missing = "libcuda.so.1";
+    if (lib == nullptr) out.missing = out.missing_capture = "libcuda.so.1";
     return out;
   }();
   return d;
@@ -110,6 +126,12 @@ Ptr address(const void *p) { return reinterpret_cast<Ptr>(p); }
 Status stream_ops_available() {
   if (driver().missing == nullptr) return COHORT_SUCCESS;
   return failf(COHORT_ERR_NOT_SUPPORTED, "the CUDA driver lacks %s", driver().missing);
+}
+
+Status capture_ops_available() {
+  if (Status s = stream_ops_available(); is_error(s)) return s;
+  if (driver().missing_capture == nullptr) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_NOT_SUPPORTED, "the CUDA driver lacks %s", driver().missing_capture);
 }
 
 void *current_context() {
@@ -220,6 +242,58 @@ Status wait_word(uint32_t *word, uint32_t value, void *stream, const char *what)
   return checked(entry<CuResult (*)(void *, Ptr, uint32_t, unsigned)>(kWaitValue32)(
                      stream, address(word), value, kWaitGeq),
                  what);
+}
+
+Status host_func(void *stream, void (*fn)(void *), void *data, const char *what) {
+  return checked(
+      entry<CuResult (*)(void *, void (*)(void *), void *)>(kLaunchHostFunc)(stream, fn, data),
+      what);
+}
+
+Status retain_in_capture(void *stream, void *object, void (*destroy)(void *), const char *what) {
+  constexpr unsigned kNoDestructorSync = 1;  // CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+  constexpr unsigned kMove = 1;              // CU_GRAPH_USER_OBJECT_MOVE
+  int status = 0;
+  unsigned long long id = 0;
+  void *graph = nullptr;
+  const void *deps = nullptr;
+  size_t deps_count = 0;
+  Status s = checked(
+      entry<CuResult (*)(void *, int *, unsigned long long *, void **, const void **, size_t *)>(
+          kGetCaptureInfo)(stream, &status, &id, &graph, &deps, &deps_count),
+      what);
+  if (!is_error(s) && graph == nullptr) {
+    s = failf(COHORT_ERR_INVALID_USAGE, "%s: the stream is not capturing a graph", what);
+  }
+  void *user = nullptr;
+  if (!is_error(s)) {
+    s = checked(entry<CuResult (*)(void **, void *, void (*)(void *), unsigned, unsigned)>(
+                    kUserObjectCreate)(&user, object, destroy, 1, kNoDestructorSync),
+                what);
+  }
+  if (is_error(s)) {
+    destroy(object);
+    return s;
+  }
+  s = checked(entry<CuResult (*)(void *, void *, unsigned, unsigned)>(kGraphRetainUserObject)(
+                  graph, user, 1, kMove),
+              what);
+  // Not moved: the one reference is still ours, and dropping it destroys `object`.
+  if (is_error(s)) entry<CuResult (*)(void *, unsigned)>(kUserObjectRelease)(user, 1);
+  return s;
+}
+
+RelaxedCapture::RelaxedCapture() {
+  int mode = kRelaxed;
+  auto exchange = entry<CuResult (*)(int *)>(kExchangeCaptureMode);
+  if (exchange != nullptr && exchange(&mode) == kSuccess) {
+    previous_ = mode;
+    exchanged_ = true;
+  }
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (exchanged_) entry<CuResult (*)(int *)>(kExchangeCaptureMode)(&previous_);
 }
 
 }  // namespace cohort::cuda

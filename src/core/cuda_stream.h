@@ -21,6 +21,11 @@ namespace cohort::cuda {
 // naming the first missing one.
 Status stream_ops_available();
 
+// COHORT_SUCCESS when this driver also has what a call captured into a CUDA graph needs (host
+// functions, user objects, the capture's graph), else COHORT_ERR_NOT_SUPPORTED naming the
+// first missing entry point.
+Status capture_ops_available();
+
 // The calling thread's current context (nullptr: none), and a scope in which `context` is
 // current (a team going away on a thread of no context frees what it made in its own).
 void *current_context();
@@ -63,5 +68,28 @@ Status copy_async(void *dst, const void *src, size_t bytes, void *stream, const 
 // done and visible.  wait: later work of the stream waits until (int32_t)(*word - value) >= 0.
 Status write_word(uint32_t *word, uint32_t value, void *stream, const char *what);
 Status wait_word(uint32_t *word, uint32_t value, void *stream, const char *what);
+
+// Captured into CUDA graphs (capture_ops_available first).  host_func: `fn(data)` runs on a
+// driver thread once the stream's earlier work is done, and the stream's later work waits for
+// its return; `fn` may not call CUDA.
+Status host_func(void *stream, void (*fn)(void *), void *data, const char *what);
+// The graph that `stream` is capturing owns `object` from now on: `destroy(object)` runs, on a
+// driver thread that may not call CUDA, once the graph and every instance of it are gone.
+// On failure `destroy(object)` has run, or runs soon on that thread.
+Status retain_in_capture(void *stream, void *object, void (*destroy)(void *), const char *what);
+// A scope in which the calling thread may allocate while it captures a graph (its capture
+// mode relaxed, as NCCL does around its allocations).
+class RelaxedCapture {
+ public:
+  RelaxedCapture();
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture &) = delete;
+  RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+ private:
+  static constexpr int kRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
+  int previous_ = 0;
+  bool exchanged_ = false;
+};
 
 }  // namespace cohort::cuda

@@ -65,7 +65,7 @@ Status CollFront::post(const CollCall &call, std::shared_ptr<CollRequest> *out) 
   auto request = std::make_shared<CollRequest>();
   request->reset(coll::collective_name(call.collective));
   if (rule == nullptr) {
-    request->status = COHORT_SUCCESS;
+    request->end(COHORT_SUCCESS);
   } else if (args.memory == COHORT_MEMORY_CUDA_DEVICE) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s_post on GPU device memory: posted collectives take host memory; enqueue "
@@ -170,10 +170,11 @@ void CollFront::push(const std::shared_ptr<CollRequest> &request) {
   while (!mutex_.try_lock()) backoff.pause();
   std::lock_guard<std::mutex> lock(mutex_, std::adopt_lock);
   if (r.gate) ++staged_queued_;
+  if (r.replayed) ++replayed_queued_;
   if (stopped_ || !stop_reason_.empty()) {  // stopped since the call was checked
-    r.status = stop_reason_.empty() ? COHORT_ERR_ABORTED : stop_status_;
-    r.error = strprintf("%s on team '%s' not run: %s", r.what, info_.name.c_str(),
-                        stop_reason_.empty() ? "the team stopped" : stop_reason_.c_str());
+    r.end(stop_reason_.empty() ? COHORT_ERR_ABORTED : stop_status_,
+          strprintf("%s on team '%s' not run: %s", r.what, info_.name.c_str(),
+                    stop_reason_.empty() ? "the team stopped" : stop_reason_.c_str()));
     ended(r);
     return;
   }
@@ -181,9 +182,11 @@ void CollFront::push(const std::shared_ptr<CollRequest> &request) {
 }
 
 Status CollFront::test(const std::shared_ptr<CollRequest> &request) {
-  if (request->status == COHORT_IN_PROGRESS) progress_requests();
-  if (is_error(request->status)) return fail(request->status, request->error);
-  return request->status;
+  if (request->status.load(std::memory_order_acquire) == COHORT_IN_PROGRESS) {
+    progress_requests();
+  }
+  const Status s = request->status.load(std::memory_order_acquire);
+  return is_error(s) ? fail(s, request->error) : s;
 }
 
 Status CollFront::wait(const std::shared_ptr<CollRequest> &request) {
@@ -204,11 +207,12 @@ bool CollFront::progress_requests() {
   TransportSet::Lock serial(transports_);
   bool moved = false;
   while (!queue_.empty()) {
-    const std::shared_ptr<CollRequest> head = queue_.front();
-    if (!head->started && head->gate) {
-      if (!head->gate->open()) return moved;
-      if (head->opened_ns == 0) head->opened_ns = now_ns();
+    if (!queue_.front()->started && queue_.front()->gate && !queue_.front()->gate->open() &&
+        !promote_replay()) {
+      return moved;
     }
+    const std::shared_ptr<CollRequest> head = queue_.front();
+    if (head->gate && head->opened_ns == 0) head->opened_ns = now_ns();
     advance(*head);
     moved = moved || head->moved;
     if (head->status == COHORT_IN_PROGRESS) return moved;
@@ -218,6 +222,25 @@ bool CollFront::progress_requests() {
     if (is_error(head->status)) fail_queued(*head);
   }
   return moved;
+}
+
+// The head waits for its stream.  A graph's replay queues its pieces when its stream reaches
+// the replay's host node, which may come after calls the host made later: a stream call
+// enqueued behind the graph's launch is queued at once, and waits on its stream for the
+// replay.  So the first replayed piece, once its gate opened, runs ahead of a head that is
+// not one; those it passes keep their order, and so do the replays' pieces (a later piece's
+// gate may open while an earlier one's is seen closed).  (Across unordered streams the ranks
+// may see gates open in different orders, as NCCL's collectives on unordered streams may
+// deadlock: the streams of one team's calls must be ordered alike on every rank.)
+bool CollFront::promote_replay() {
+  if (replayed_queued_ == 0 || queue_.front()->replayed) return false;
+  auto first = std::find_if(queue_.begin() + 1, queue_.end(),
+                            [](const std::shared_ptr<CollRequest> &r) { return r->replayed; });
+  if (first == queue_.end() || !(*first)->gate->open()) return false;
+  std::shared_ptr<CollRequest> ahead = std::move(*first);
+  queue_.erase(first);
+  queue_.push_front(std::move(ahead));
+  return true;
 }
 
 bool CollFront::progress_staged(bool *moved) {
@@ -236,6 +259,7 @@ void CollFront::ended(CollRequest &r) {
   r.gate->end(r.status);
   r.gate.reset();
   --staged_queued_;
+  if (r.replayed) --replayed_queued_;
 }
 
 void CollFront::start(CollRequest &r) {
@@ -261,15 +285,14 @@ void CollFront::advance(CollRequest &r) {
     // worker to answer the receiver, and this rank may not call Cohort again for long.
     r.draining = true;
     if (transports_.busy_sends().empty()) {
-      r.status = COHORT_SUCCESS;
+      r.end(COHORT_SUCCESS);
       return;
     }
   } else if (is_error(s)) {
     std::string why = last_error();
     // A peer that aborted closes its connections: say so instead.
     if (s == COHORT_ERR_SYSTEM ? await_notice(r) : take_notice(r)) return;
-    r.status = s;
-    r.error = strprintf("%s on team '%s' failed: %s", r.what, info_.name.c_str(), why.c_str());
+    r.end(s, strprintf("%s on team '%s' failed: %s", r.what, info_.name.c_str(), why.c_str()));
     return;
   }
   if (r.moved) {
@@ -286,8 +309,8 @@ void CollFront::idle(CollRequest &r) {
   const int64_t now = now_ns();
   if (r.idle_since_ns == 0) r.idle_since_ns = now;
   if (now - r.idle_since_ns > static_cast<int64_t>(timeout_s_ * 1e9)) {
-    r.status = coll_timeout(r);
-    r.error = last_error();
+    const Status s = coll_timeout(r);
+    r.end(s, last_error());
   }
 }
 
@@ -299,11 +322,11 @@ bool CollFront::take_notice(CollRequest &r) {
   if (!transports_.poll_notice(&notice)) return false;
   transports_.announce(notice);
   const bool aborted = notice.status == COHORT_ERR_ABORTED;
-  r.status = notice.status < 0 ? static_cast<Status>(notice.status) : COHORT_ERR_INTERNAL;
-  r.error = strprintf("%s on team '%s' ended: %s %s: %s", r.what, info_.name.c_str(),
-                      info_.describe(notice.rank).c_str(), aborted ? "aborted the team" : "failed",
-                      notice.text().c_str());
   r.told = true;
+  r.end(notice.status < 0 ? static_cast<Status>(notice.status) : COHORT_ERR_INTERNAL,
+        strprintf("%s on team '%s' ended: %s %s: %s", r.what, info_.name.c_str(),
+                  info_.describe(notice.rank).c_str(), aborted ? "aborted the team" : "failed",
+                  notice.text().c_str()));
   return true;
 }
 
@@ -346,9 +369,8 @@ void CollFront::fail_queued(const CollRequest &failed) {
   stop_reason_ = failed.error;
   has_stop_reason_.store(true, std::memory_order_release);
   for (const std::shared_ptr<CollRequest> &r : queue_) {
-    r->status = stop_status_;
-    r->error = strprintf("not run: an earlier collective on team '%s' failed: %s",
-                         info_.name.c_str(), failed.error.c_str());
+    r->end(stop_status_, strprintf("not run: an earlier collective on team '%s' failed: %s",
+                                   info_.name.c_str(), failed.error.c_str()));
     ended(*r);
   }
   queue_.clear();
@@ -367,8 +389,8 @@ void CollFront::stop(Status status, const std::string &why, bool announce) {
     has_stop_reason_.store(true, std::memory_order_release);
   }
   for (const std::shared_ptr<CollRequest> &r : queue_) {
-    r->status = status;
-    r->error = strprintf("%s on team '%s' ended: %s", r->what, info_.name.c_str(), why.c_str());
+    r->end(status,
+           strprintf("%s on team '%s' ended: %s", r->what, info_.name.c_str(), why.c_str()));
     ended(*r);
   }
   queue_.clear();

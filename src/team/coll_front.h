@@ -47,6 +47,17 @@ Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
 // need, in place; fills args' layouts, count and in_place.
 Status check_vcall(const CollCall &call, coll::CollArgs *args);
 
+// One piece's host collective of a call through host memory (coll_staged.cc).
+struct StagedRun {
+  CollCall call;
+  coll::CollArgs args;
+  const coll::SelectRule *rule = nullptr;
+  std::shared_ptr<CollRequest> request;
+};
+
+class StagedReplay;
+struct ReplayHub;
+
 class CollFront {
  public:
   CollFront(const TeamInfo &info, TransportSet &transports,
@@ -94,6 +105,10 @@ class CollFront {
   // Gated requests still queued on a team that runs (what the progress engine polls for).
   bool staged_pending() const { return staged_queued_.load() > 0 && !stopped_; }
 
+  // A replay of a call captured into a CUDA graph reached its host node (staged_replay.h):
+  // queues its pieces.
+  void queue_replay(StagedReplay &replay);
+
   // Ends every queued request with `status` and refuses later calls; with `announce`, tells
   // every peer first (this rank aborted the team).  Returns once no poll runs any more.
   void stop(Status status, const std::string &why, bool announce);
@@ -110,18 +125,15 @@ class CollFront {
                        bool blocking);
   // Device memory through host memory (coll_staged.cc): on a team that spans hosts, or one
   // whose GPUs the device transport does not serve.
-  struct StagedRun {  // one piece's host collective
-    CollCall call;
-    coll::CollArgs args;
-    const coll::SelectRule *rule = nullptr;
-    std::shared_ptr<CollRequest> request;
-  };
   bool staged() const;
   std::string staged_reason() const;
-  // Makes the staging at first use, takes its own stream for a blocking call (*stream), and
-  // refuses a stream that is capturing a graph; `what` names the call in messages.
-  Status stage_on(const char *what, void **stream, bool blocking);
+  // Makes the staging at first use and takes its own stream for a blocking call (*stream).
+  // A stream that is capturing a graph sets *capturing, or is refused where `capturing` is
+  // null; `what` names the call in messages.
+  Status stage_on(const char *what, void **stream, bool blocking, bool *capturing);
   Status run_staged(const CollCall &call, void *stream, bool blocking);
+  // A stream call captured into a graph: its host node and its copies (staged_replay.h).
+  Status capture_staged(const CollCall &call, const StagedPlan &plan, void *stream);
   Status build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const;
   // `streams`: the group's, in order of first use; none for a blocking group.
   Status post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
@@ -135,16 +147,21 @@ class CollFront {
   Status abandon_queued(Status s);
   // Waits until `stream` ran all it holds, moving the queue on meanwhile.
   Status drain_stream(void *stream, const char *what);
-  Status prepare_pieces(const CollCall &call, const StagedPlan &plan, std::vector<StagedRun> *runs);
-  Status enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first, void *stream);
+  // Pieces on the slots from `memory`.
+  Status prepare_pieces(const CollCall &call, const StagedPlan &plan, char *memory,
+                        std::vector<StagedRun> *runs);
+  // The stream's part of a call's pieces, numbered from first + 1 on `site`.
+  Status enqueue_copies(const CollCall &call, const StagedPlan &plan, const StageSite &site,
+                        uint32_t first, void *stream);
   // A call of one small piece as one kernel (staged_kernel.h), where the process launches it.
   bool staged_by_kernel(const StagedPlan &plan) const;
-  Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece, bool blocking,
-                        void *stream);
+  Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, const StageSite &site,
+                        uint32_t piece, bool blocking, void *stream);
   Status await_finished(uint32_t piece, void *stream);  // a blocking call's kernel
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
                              std::vector<StagedRun> *runs, void *stream);
   bool progress_requests();
+  bool promote_replay();       // a replay's piece whose gate opened, to the head
   void ended(CollRequest &r);  // a request left the queue: its gate hears it
   void advance(CollRequest &r);
   void start(CollRequest &r);
@@ -175,6 +192,8 @@ class CollFront {
   friend class ProgressEngine;
   static constexpr unsigned kLockSpins = 256;  // push(): tries of the queue's lock before yielding
   std::atomic<int> staged_queued_{0};          // gated requests in the queue
+  int replayed_queued_ = 0;                    // of those, a graph's replay's (under mutex_)
+  std::shared_ptr<ReplayHub> hub_;             // at the first capture
   Status stop_status_ = COHORT_SUCCESS;        // why the team runs no more (under mutex_)
   std::string stop_reason_;
   std::unique_ptr<Staging> staging_;  // at the first call through host memory

@@ -41,10 +41,10 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vect
                                   std::shared_ptr<CollRequest> *out) {
   const bool blocking = streams.empty();
   void *stream = blocking ? nullptr : streams.front();
-  Status s = stage_on("send/recv group", &stream, blocking);
+  Status s = stage_on("send/recv group", &stream, blocking, nullptr);
   const std::vector<void *> others(streams.begin() + (blocking ? 0 : 1), streams.end());
   for (void *other : others) {  // each must not be capturing either
-    if (!is_error(s)) s = stage_on("send/recv group", &other, false);
+    if (!is_error(s)) s = stage_on("send/recv group", &other, false, nullptr);
   }
   std::vector<size_t> offsets;
   const size_t bytes = layout(ops, &offsets);
@@ -101,8 +101,8 @@ Status CollFront::settle_p2p(const std::shared_ptr<CollRequest> &request) {
     ended = staging_->own_stream(&stream);
     if (!is_error(ended)) ended = drain_stream(stream, "a send/recv group through host memory");
   }
-  if (is_error(request->status)) return fail(request->status, request->error);
-  return ended;
+  const Status s = request->status.load(std::memory_order_acquire);
+  return is_error(s) ? fail(s, request->error) : ended;
 }
 
 }  // namespace cohort

@@ -4,6 +4,7 @@
 // not interleave two collectives.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,15 +53,27 @@ struct CollRequest {
   uint32_t idle_polls = 0;
   int64_t idle_since_ns = 0;  // 0: not read since the last movement
   bool moved = false;         // the last poll moved bytes (a waiter resets its back-off)
-  Status status = COHORT_IN_PROGRESS;
+  // Written by whichever thread polls the queue (the caller's or the progress engine's) and
+  // read by the caller without the queue's lock: a request ends through end(), which
+  // publishes its error before its status.
+  std::atomic<Status> status{COHORT_IN_PROGRESS};
   std::string error;                  // the failure's message
   bool told = false;                  // ended by a peer's notice (so not announced again)
   std::shared_ptr<RequestGate> gate;  // none for a call made on the host
   // A blocking send/recv group on device memory: the team's own stream copies its receives
   // back once it ended (CollFront::settle_p2p waits for that).
   bool copies_back = false;
+  // Queued by a graph's replay when its stream reached it (staged_replay.h): it may run ahead
+  // of requests queued before it whose gates are closed.  Set before queueing, like `gate`.
+  bool replayed = false;
   int64_t queued_ns = 0;  // gated requests: when queued, and when the gate was seen open
   int64_t opened_ns = 0;
+
+  // Ends the request: a reader that sees `s` sees `why` too.
+  void end(Status s, std::string why = {}) {
+    error = std::move(why);
+    status.store(s, std::memory_order_release);
+  }
 
   // Ready to be queued again (a blocking call reuses its request): the execution and the
   // scratch keep their memory.

@@ -9,7 +9,10 @@
 // the copies of one piece overlap the wire of another and no host thread waits per call.  A
 // blocking call is driven by its own thread instead (run_staged_blocking).  A call of one small
 // piece puts its copies and its wait into one kernel instead (staged_kernel.h), blocking or not.
+// A stream call captured into a CUDA graph queues its pieces at each replay instead, through a
+// host node ahead of its copies (staged_replay.h).
 #include <atomic>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/cuda_stream.h"
@@ -18,6 +21,7 @@
 #include "team/progress_engine.h"
 #include "team/staged_kernel.h"
 #include "team/staged_plan.h"
+#include "team/staged_replay.h"
 
 namespace cohort {
 namespace {
@@ -37,30 +41,35 @@ CollCall piece_call(const CollCall &call, const StagedPiece &p, char *slot) {
   return c;
 }
 
-// Piece k's slot: the pieces take the slots in turn.
-char *slot_of(const Staging &st, const StagedPlan &plan, size_t k) {
-  return st.memory() + (k % kSlots) * plan.slot_bytes;
+// Piece k's slot in staging memory from `memory`: the pieces take the slots in turn.
+char *slot_of(char *memory, const StagedPlan &plan, size_t k) {
+  return memory + (k % kSlots) * plan.slot_bytes;
 }
 
 // Piece k's input from the call's buffer into its slot, and its output back, on `stream`.
-Status copy_in(const CollCall &call, const StagedPlan &plan, const Staging &st, size_t k,
-               void *stream) {
+Status copy_in(const CollCall &call, const StagedPlan &plan, char *memory, size_t k, void *stream) {
   const StagedCopy &in = plan.pieces[k].in;
-  return cuda::copy_async(slot_of(st, plan, k) + in.slot_offset,
+  return cuda::copy_async(slot_of(memory, plan, k) + in.slot_offset,
                           static_cast<const char *>(call.src) + in.device_offset, in.bytes, stream,
                           "copying a piece of device memory into host memory");
 }
-Status copy_out(const CollCall &call, const StagedPlan &plan, const Staging &st, size_t k,
+Status copy_out(const CollCall &call, const StagedPlan &plan, char *memory, size_t k,
                 void *stream) {
   const StagedCopy &out = plan.pieces[k].out;
   return cuda::copy_async(static_cast<char *>(call.dst) + out.device_offset,
-                          slot_of(st, plan, k) + out.slot_offset, out.bytes, stream,
+                          slot_of(memory, plan, k) + out.slot_offset, out.bytes, stream,
                           "copying a piece of the result back to device memory");
 }
 
 }  // namespace
 
-CollFront::~CollFront() { ProgressEngine::instance().forget(this); }
+CollFront::~CollFront() {
+  if (hub_) {  // replays of graphs captured on this team find it gone from now on
+    std::lock_guard<std::mutex> lock(hub_->mutex);
+    hub_->front = nullptr;
+  }
+  ProgressEngine::instance().forget(this);
+}
 
 bool CollFront::staged() const {
   return info_.layout.node_count > 1 || !device_ || !device_->active();
@@ -68,12 +77,12 @@ bool CollFront::staged() const {
 
 // Every piece's host collective, checked and chosen before anything is queued or enqueued: a
 // refusal leaves nothing behind, on every rank alike.
-Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan,
+Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan, char *memory,
                                  std::vector<StagedRun> *runs) {
   runs->resize(plan.pieces.size());
   for (size_t k = 0; k < plan.pieces.size(); ++k) {
     StagedRun &run = (*runs)[k];
-    run.call = piece_call(call, plan.pieces[k], slot_of(*staging_, plan, k));
+    run.call = piece_call(call, plan.pieces[k], slot_of(memory, plan, k));
     Status s = choose(run.call, &run.args, &run.rule);
     if (is_error(s)) return s;
     if (run.rule == nullptr) {
@@ -86,26 +95,25 @@ Status CollFront::prepare_pieces(const CollCall &call, const StagedPlan &plan,
 
 // The stream's part: piece k in, its number into ready; piece k - kSlots waited for and out
 // before k reuses its slot; the last ones out at the end.
-Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan, uint32_t first,
-                                 void *stream) {
-  Staging &st = *staging_;
+Status CollFront::enqueue_copies(const CollCall &call, const StagedPlan &plan,
+                                 const StageSite &site, uint32_t first, void *stream) {
   auto finish_piece = [&](size_t k) {
-    Status s = cuda::wait_word(st.done_word(), first + static_cast<uint32_t>(k) + 1, stream,
+    Status s = cuda::wait_word(site.done, first + static_cast<uint32_t>(k) + 1, stream,
                                "waiting for a piece's host collective");
-    return is_error(s) ? s : copy_out(call, plan, st, k, stream);
+    return is_error(s) ? s : copy_out(call, plan, site.memory, k, stream);
   };
-  Status s = st.order(stream);
+  Status s = COHORT_SUCCESS;
   const size_t n = plan.pieces.size();
   for (size_t k = 0; k < n && !is_error(s); ++k) {
     if (k >= kSlots) s = finish_piece(k - kSlots);
-    if (!is_error(s)) s = copy_in(call, plan, st, k, stream);
+    if (!is_error(s)) s = copy_in(call, plan, site.memory, k, stream);
     if (!is_error(s)) {
-      s = cuda::write_word(st.ready_word(), first + static_cast<uint32_t>(k) + 1, stream,
+      s = cuda::write_word(site.ready, first + static_cast<uint32_t>(k) + 1, stream,
                            "announcing a piece in host memory");
     }
   }
   for (size_t k = n > kSlots ? n - kSlots : 0; k < n && !is_error(s); ++k) s = finish_piece(k);
-  return is_error(s) ? s : st.finished(stream);
+  return s;
 }
 
 bool CollFront::staged_by_kernel(const StagedPlan &plan) const {
@@ -116,33 +124,42 @@ bool CollFront::staged_by_kernel(const StagedPlan &plan) const {
 }
 
 // The stream's part of a call of one piece, as one kernel.
-Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan, uint32_t piece,
-                                 bool blocking, void *stream) {
-  Staging &st = *staging_;
+Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan,
+                                 const StageSite &site, uint32_t piece, bool blocking,
+                                 void *stream) {
   const StagedPiece &p = plan.pieces[0];
   StagedKernelPiece k;
   k.in_bytes = p.in.bytes;
   if (k.in_bytes > 0) {
     k.in_src = static_cast<const char *>(call.src) + p.in.device_offset;
-    k.in_dst = slot_of(st, plan, 0) + p.in.slot_offset;
+    k.in_dst = slot_of(site.memory, plan, 0) + p.in.slot_offset;
   }
   k.out_bytes = p.out.bytes;
   if (k.out_bytes > 0) {
-    k.out_src = slot_of(st, plan, 0) + p.out.slot_offset;
+    k.out_src = slot_of(site.memory, plan, 0) + p.out.slot_offset;
     k.out_dst = static_cast<char *>(call.dst) + p.out.device_offset;
   }
-  k.ready = st.ready_word();
-  k.done = st.done_word();
+  k.ready = site.ready;
+  k.done = site.done;
   k.piece = piece;
-  if (blocking) k.finished = st.finished_word();
+  if (blocking) k.finished = staging_->finished_word();
   k.timeout_s = timeout_s_;
-  Status s = st.order(stream);
-  if (!is_error(s)) s = launch_staged_kernel(k, stream);
-  return is_error(s) ? s : st.finished(stream);
+  return launch_staged_kernel(k, stream);
 }
 
-Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
+Status CollFront::stage_on(const char *what, void **stream, bool blocking, bool *capturing) {
   Status s = cuda::stream_ops_available();
+  bool captured = false;
+  if (!is_error(s) && !blocking) {
+    s = cuda::stream_capturing(*stream, "asking the stream's capture state");
+    captured = s == COHORT_IN_PROGRESS;
+    if (captured) s = COHORT_SUCCESS;
+  }
+  // Allocations while the thread captures: in CUDA's relaxed mode (a capture in the global
+  // or this thread's mode refuses them).
+  std::optional<cuda::RelaxedCapture> relaxed;
+  if (captured) relaxed.emplace();
+  StagedReplay::free_gone();
   if (!is_error(s) && !staging_) {
     s = Staging::create(&staging_);
     if (!is_error(s))
@@ -152,13 +169,14 @@ Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
                       info_.name.c_str(), staged_reason().c_str(), chunk_bytes_, kSlots);
   }
   if (!is_error(s) && blocking) s = staging_->own_stream(stream);
-  if (!is_error(s)) s = cuda::stream_capturing(*stream, "asking the stream's capture state");
-  if (s == COHORT_IN_PROGRESS) {
+  if (!is_error(s) && captured) s = cuda::capture_ops_available();
+  if (!is_error(s) && captured && capturing == nullptr) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s on GPU device memory through host memory (team '%s': %s): capturing it "
                  "into a CUDA graph is not supported yet; run it eagerly",
                  what, info_.name.c_str(), staged_reason().c_str());
   }
+  if (capturing != nullptr) *capturing = captured;
   if (is_error(s)) {
     return failf(s, "%s on GPU device memory through host memory (team '%s'): %s", what,
                  info_.name.c_str(), last_error().c_str());
@@ -168,13 +186,15 @@ Status CollFront::stage_on(const char *what, void **stream, bool blocking) {
 
 Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) {
   const int64_t began_ns = now_ns();
-  Status s = stage_on(coll::collective_name(call.collective), &stream, blocking);
+  bool capturing = false;
+  Status s = stage_on(coll::collective_name(call.collective), &stream, blocking, &capturing);
   if (is_error(s)) return s;
   const StagedPlan plan = plan_staged(call, info_.rank, info_.size, chunk_bytes_);
+  if (capturing) return capture_staged(call, plan, stream);
   const size_t slots = std::min(kSlots, plan.pieces.size());
   std::vector<StagedRun> runs;
   s = staging_->reserve(std::max<size_t>(1, slots * plan.slot_bytes));
-  if (!is_error(s)) s = prepare_pieces(call, plan, &runs);
+  if (!is_error(s)) s = prepare_pieces(call, plan, staging_->memory(), &runs);
   if (is_error(s)) return s;
   const bool by_kernel = staged_by_kernel(plan);
   if (blocking && !by_kernel) return run_staged_blocking(call, plan, &runs, stream);
@@ -185,8 +205,12 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
     queue(runs[k].call, runs[k].args, *runs[k].rule, runs[k].request);
   }
   if (!blocking) ProgressEngine::instance().watch(this);
-  s = by_kernel ? enqueue_kernel(call, plan, first + 1, blocking, stream)
-                : enqueue_copies(call, plan, first, stream);
+  s = staging_->order(stream);
+  if (!is_error(s)) {
+    s = by_kernel ? enqueue_kernel(call, plan, staging_->site(), first + 1, blocking, stream)
+                  : enqueue_copies(call, plan, staging_->site(), first, stream);
+  }
+  if (!is_error(s)) s = staging_->finished(stream);
   if (is_error(s)) return abandon_queued(s);
   COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us%s",
                    info_.name.c_str(), coll::collective_name(call.collective), runs.size(),
@@ -235,7 +259,7 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   std::vector<std::shared_ptr<CopyGate>> gates(n);
   auto start_piece = [&](size_t k) {
     void *event = nullptr;
-    Status s = copy_in(call, plan, st, k, stream);
+    Status s = copy_in(call, plan, st.memory(), k, stream);
     if (!is_error(s)) s = st.copy_event(k % kSlots, &event);
     if (!is_error(s)) s = cuda::event_record(event, stream, "recording a piece's copy");
     if (!is_error(s)) gates[k]->arm(event);
@@ -253,7 +277,7 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   for (size_t k = 0; k < n && !is_error(s); ++k) {
     s = wait((*runs)[k].request);
     piece_failed = is_error(s);
-    if (!is_error(s)) s = copy_out(call, plan, st, k, stream);
+    if (!is_error(s)) s = copy_out(call, plan, st.memory(), k, stream);
     if (!is_error(s) && k + kSlots < n) s = start_piece(k + kSlots);
   }
   const std::string why = is_error(s) ? last_error() : "";
@@ -263,6 +287,61 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   Status ended = st.finished(stream);
   if (!is_error(ended)) ended = drain_stream(stream, "a collective through host memory");
   return is_error(s) ? fail(s, why) : ended;
+}
+
+// Nothing is queued now: the graph's host node queues the pieces at each replay, on the
+// capture's own slots and words; the copies (or the kernel) follow it.  The graph owns the
+// replay from the moment it is retained, before the host node that names it is captured.
+// Calls captured on several streams are not ordered with the team's other calls by Cohort:
+// the graph's edges order them.
+Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, void *stream) {
+  const char *what = coll::collective_name(call.collective);
+  if (!hub_) {
+    hub_ = std::make_shared<ReplayHub>();
+    hub_->front = this;
+    hub_->team = info_.name;
+  }
+  const size_t slots = std::min(kSlots, plan.pieces.size());
+  std::unique_ptr<StagedReplay> owned;
+  Status s;
+  {
+    cuda::RelaxedCapture relaxed;
+    s = StagedReplay::create(hub_, what, std::max<size_t>(1, slots * plan.slot_bytes), &owned);
+  }
+  if (!is_error(s)) s = prepare_pieces(call, plan, owned->site().memory, &owned->runs());
+  if (is_error(s)) return s;
+  StagedReplay *replay = owned.release();
+  s = cuda::retain_in_capture(stream, replay, &StagedReplay::on_graph_gone,
+                              "handing a captured collective's memory to its graph");
+  if (!is_error(s)) {
+    s = cuda::host_func(stream, &StagedReplay::on_replay, replay,
+                        "capturing the host node that queues a replay's pieces");
+  }
+  if (!is_error(s)) {
+    s = staged_by_kernel(plan) ? enqueue_kernel(call, plan, replay->site(), 1, false, stream)
+                               : enqueue_copies(call, plan, replay->site(), 0, stream);
+  }
+  if (is_error(s)) {
+    return failf(s,
+                 "%s on GPU device memory through host memory (team '%s'), captured into a "
+                 "CUDA graph: %s",
+                 what, info_.name.c_str(), last_error().c_str());
+  }
+  COHORT_LOG_INFO(COLL, "%s: %s of %zu piece(s) captured into a CUDA graph%s", info_.name.c_str(),
+                  what, plan.pieces.size(), staged_by_kernel(plan) ? ", as a kernel" : "");
+  return COHORT_SUCCESS;
+}
+
+void CollFront::queue_replay(StagedReplay &replay) {
+  std::vector<StagedRun> &runs = replay.runs();
+  replay.restart();
+  for (size_t k = 0; k < runs.size(); ++k) {
+    auto request = std::make_shared<CollRequest>();
+    request->gate = replay.gate(static_cast<uint32_t>(k) + 1);
+    request->replayed = true;
+    queue(runs[k].call, runs[k].args, *runs[k].rule, request);
+  }
+  ProgressEngine::instance().watch(this);
 }
 
 Status CollFront::abandon_queued(Status s) {

@@ -13,12 +13,14 @@ namespace {
 // goes into done (never lowering it: pieces end in order, a failure ends the later ones too).
 class PieceGate final : public RequestGate {
  public:
-  PieceGate(uint32_t *ready, uint32_t *done, uint32_t piece)
-      : ready_(ready), done_(done), piece_(piece) {}
+  PieceGate(uint32_t *ready, uint32_t *done, uint32_t piece, std::atomic<int> *outstanding)
+      : ready_(ready), done_(done), piece_(piece), outstanding_(outstanding) {}
   bool open() const override {
     return reached(std::atomic_ref<uint32_t>(*ready_).load(std::memory_order_acquire), piece_);
   }
   void end(Status) override {
+    // Counted first: a stream that saw done may start the next replay at once.
+    if (outstanding_ != nullptr) outstanding_->fetch_sub(1, std::memory_order_release);
     std::atomic_ref<uint32_t> done(*done_);
     uint32_t seen = done.load(std::memory_order_relaxed);
     while (!reached(seen, piece_) &&
@@ -30,6 +32,7 @@ class PieceGate final : public RequestGate {
   uint32_t *ready_;
   uint32_t *done_;
   uint32_t piece_;
+  std::atomic<int> *outstanding_;
 };
 
 }  // namespace
@@ -92,7 +95,12 @@ uint32_t Staging::claim(size_t pieces) {
 }
 
 std::shared_ptr<RequestGate> Staging::gate(uint32_t piece) {
-  return std::make_shared<PieceGate>(ready_word(), done_word(), piece);
+  return piece_gate(ready_word(), done_word(), piece, nullptr);
+}
+
+std::shared_ptr<RequestGate> piece_gate(uint32_t *ready, uint32_t *done, uint32_t piece,
+                                        std::atomic<int> *outstanding) {
+  return std::make_shared<PieceGate>(ready, done, piece, outstanding);
 }
 
 Status Staging::order(void *stream) {

@@ -26,6 +26,20 @@ inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
 
+// A gate that opens once *ready reached `piece`, and at its end counts `outstanding`
+// (optional) down and writes `piece` into *done (never lowering it: pieces end in order, a
+// failure ends the later ones too).
+std::shared_ptr<RequestGate> piece_gate(uint32_t *ready, uint32_t *done, uint32_t piece,
+                                        std::atomic<int> *outstanding);
+
+// Where a stream call's pieces go: the slots and the words of the team's staging for a call
+// made now, a captured call's own for a graph's replays (staged_replay.h).
+struct StageSite {
+  char *memory = nullptr;
+  uint32_t *ready = nullptr;
+  uint32_t *done = nullptr;
+};
+
 // A piece of a blocking call: open once the copy of its input into its slot ended (the event
 // recorded after it, armed when the copy was enqueued).  Its end writes nothing: the calling
 // thread watches the piece itself.
@@ -64,6 +78,7 @@ class Staging {
   uint32_t *done_word() const { return words_ + kWordStride; }
   // A blocking call's kernel writes its piece here once its output is in device memory.
   uint32_t *finished_word() const { return words_ + 2 * kWordStride; }
+  StageSite site() const { return {memory_, ready_word(), done_word()}; }
 
   // Around one call's stream work: after the team's previous call if that was on another
   // stream, and its end recorded.

@@ -11,6 +11,12 @@
 // on N streams of its own in turn (the stream-ordered calls; each case waits for its stream),
 // every other one chased, before its stream is waited for, by a blocking allreduce of a small
 // buffer of its own (it shares the team's staging memory with the call still on the stream).
+// --graph N (with --stream) captures each stream call into a CUDA graph and replays it N times
+// on fresh inputs, each replay followed on its stream by a stream-ordered allreduce of a small
+// buffer (queued on the host before the replay's pieces may be), every other one chased by the
+// blocking allreduce too; each replay's output must equal the first's.  At the end, a call
+// captured on a team of its own is replayed after that team was destroyed: its stream must
+// go on.
 // The process may not gain threads after the first case (one progress engine per process).
 // Prints "coll_random: N collectives on P ranks, M mismatches, T s"; exits 1 on a mismatch.
 #include <mpi.h>
@@ -131,9 +137,10 @@ struct Device {
   mpi_test::CudaDriver driver;
   char *in = nullptr;
   char *out = nullptr;
-  int32_t *chaser = nullptr;  // kChaser elements
+  int32_t *chaser = nullptr;  // kChaser elements; with --graph, kChaser more for the stream
   std::vector<void *> streams;
   long calls = 0;
+  int graph = 0;  // --graph N
 };
 
 cohort_status_t call_cohort(cohort_team_t team, const Case &c, const void *send, void *recv,
@@ -192,6 +199,91 @@ bool chase(cohort_team_t team, Device &d, int rank) {
   return s == COHORT_SUCCESS;
 }
 
+// The stream-ordered allreduce behind replay `replay` (of rank + i + 7 * replay) summed right.
+bool stream_chaser_right(Device &d, int replay, int rank) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int32_t sums[kChaser];
+  if (cohort_memcpy(sums, d.chaser + kChaser, sizeof sums) != COHORT_SUCCESS) return false;
+  for (int i = 0; i < kChaser; ++i) {
+    const int32_t want = size * (size - 1) / 2 + size * (i + 7 * replay);
+    if (sums[i] == want) continue;
+    std::printf("rank %d: the stream allreduce behind replay %d: element %d is %d, not %d\n", rank,
+                replay, i, sums[i], want);
+    return false;
+  }
+  return true;
+}
+
+// --graph: the call captured on `stream` once, then replayed d.graph times (see the top).
+cohort_status_t replay_on_device(cohort_team_t team, const Case &c, Buffers &b, const void *send,
+                                 void *recv, Device &d, int rank, void *stream) {
+  mpi_test::CudaDriver &drv = d.driver;
+  void *graph = nullptr, *exec = nullptr;
+  if (drv.begin_capture(stream, mpi_test::CudaDriver::kCaptureThreadLocal) != 0) {
+    return COHORT_ERR_CUDA;
+  }
+  cohort_status_t s = call_cohort(team, c, send, recv, stream);
+  const int ended = drv.end_capture(stream, &graph);
+  if (s == COHORT_SUCCESS && (ended != 0 || drv.instantiate(&exec, graph, 0) != 0)) {
+    s = COHORT_ERR_CUDA;
+  }
+  if (graph != nullptr) drv.graph_destroy(graph);  // the instance keeps what it needs
+  const std::vector<char> initial = b.out;         // the in-place inputs live there
+  std::vector<char> first;
+  for (int r = 0; r < d.graph && s == COHORT_SUCCESS; ++r) {
+    s = cohort_memcpy(d.in, b.in.data(), b.in.size());
+    if (s == COHORT_SUCCESS) s = cohort_memcpy(d.out, initial.data(), initial.size());
+    const int32_t *chaser = d.chaser + kChaser;
+    int32_t values[kChaser];
+    for (int i = 0; i < kChaser; ++i) values[i] = rank + i + 7 * r;
+    if (s == COHORT_SUCCESS) s = cohort_memcpy(d.chaser + kChaser, values, sizeof values);
+    if (s == COHORT_SUCCESS && drv.launch(exec, stream) != 0) s = COHORT_ERR_CUDA;
+    if (s == COHORT_SUCCESS) {
+      s = cohort_allreduce_stream(team, chaser, d.chaser + kChaser, kChaser, COHORT_INT32,
+                                  COHORT_SUM, stream);
+    }
+    if (s == COHORT_SUCCESS && r % 2 == 1 && !chase(team, d, rank)) s = COHORT_ERR_INTERNAL;
+    if (s == COHORT_SUCCESS && drv.stream_sync(stream) != 0) s = COHORT_ERR_CUDA;
+    if (s == COHORT_SUCCESS && !stream_chaser_right(d, r, rank)) s = COHORT_ERR_INTERNAL;
+    if (s == COHORT_SUCCESS) s = cohort_memcpy(b.out.data(), d.out, b.out.size());
+    if (s == COHORT_SUCCESS && r == 0) first = b.out;
+    if (s == COHORT_SUCCESS && b.out != first) {
+      size_t at = 0;
+      while (b.out[at] == first[at]) ++at;
+      std::printf(
+          "rank %d: replay %d of a captured %s (count %zu, root %d) gave another output "
+          "than the first: byte %zu of %zu is %d, was %d\n",
+          rank, r, kKindNames[c.kind], c.count, c.root, at, b.out.size(), b.out[at], first[at]);
+      s = COHORT_ERR_INTERNAL;
+    }
+  }
+  if (exec != nullptr) drv.exec_destroy(exec);
+  return s;
+}
+
+// --graph: an allreduce captured on a team of its own and replayed after that team was
+// destroyed runs nothing, but its stream must go on (the fake driver aborts a stream that
+// waits 300 s; a real one would hang until the run's limit).
+bool replay_after_destroy(Device &d, int rank) {
+  cohort_team_t team = nullptr;
+  if (cohort_team_create_mpi(MPI_COMM_WORLD, nullptr, &team) != COHORT_SUCCESS) return false;
+  void *stream = d.streams[0], *graph = nullptr, *exec = nullptr;
+  bool ok = d.driver.begin_capture(stream, mpi_test::CudaDriver::kCaptureThreadLocal) == 0;
+  const cohort_status_t s =
+      cohort_allreduce_stream(team, d.chaser, d.chaser, kChaser, COHORT_INT32, COHORT_SUM, stream);
+  ok = d.driver.end_capture(stream, &graph) == 0 && ok && s == COHORT_SUCCESS &&
+       d.driver.instantiate(&exec, graph, 0) == 0;
+  if (graph != nullptr) d.driver.graph_destroy(graph);
+  ok = cohort_team_destroy(team) == COHORT_SUCCESS && ok;
+  ok = ok && d.driver.launch(exec, stream) == 0 && d.driver.stream_sync(stream) == 0;
+  if (exec != nullptr) d.driver.exec_destroy(exec);
+  if (!ok)
+    std::printf("rank %d: a replay after its team was destroyed: %s\n", rank,
+                s == COHORT_SUCCESS ? "a CUDA call failed" : cohort_last_error());
+  return ok;
+}
+
 // The call on device copies of the host buffers (same offsets), then the results copied back.
 cohort_status_t run_on_device(cohort_team_t team, const Case &c, Buffers &b, const void *send,
                               void *recv, Device &d, int rank) {
@@ -204,6 +296,9 @@ cohort_status_t run_on_device(cohort_team_t team, const Case &c, Buffers &b, con
   if (s == COHORT_SUCCESS) s = cohort_memcpy(d.out, b.out.data(), b.out.size());
   if (s != COHORT_SUCCESS) return s;
   void *stream = d.streams.empty() ? nullptr : d.streams[d.calls++ % d.streams.size()];
+  if (stream != nullptr && d.graph > 0) {
+    return replay_on_device(team, c, b, moved(send), moved(recv), d, rank, stream);
+  }
   s = call_cohort(team, c, moved(send), moved(recv), stream);
   if (s == COHORT_SUCCESS && stream != nullptr && d.calls % 2 == 0 && !chase(team, d, rank)) {
     return COHORT_ERR_INTERNAL;
@@ -355,8 +450,10 @@ int main(int argc, char **argv) {
     bool ok = device.driver.start() &&
               cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.in)) == 0 &&
               cohort_device_alloc(bytes, reinterpret_cast<void **>(&device.out)) == 0 &&
-              cohort_device_alloc(kChaser * sizeof(int32_t),
+              cohort_device_alloc(2 * kChaser * sizeof(int32_t),
                                   reinterpret_cast<void **>(&device.chaser)) == 0;
+    device.graph = o.graph;
+    if (o.graph > 0 && (o.streams == 0 || !device.driver.graphs())) ok = false;
     for (int i = 0; ok && i < o.streams; ++i) {
       device.streams.push_back(device.driver.new_stream());
       ok = device.streams.back() != nullptr;
@@ -364,7 +461,8 @@ int main(int argc, char **argv) {
     int everywhere = 0, mine = ok ? 1 : 0;
     MPI_Allreduce(&mine, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!everywhere) {  // exit 77: a skip
-      if (rank == 0) std::printf("SKIP: no CUDA device (or driver) on some rank to run on\n");
+      if (rank == 0)
+        std::printf("SKIP: no CUDA device (or driver; with --graph, graphs) on some rank\n");
       MPI_Finalize();
       return 77;
     }
@@ -405,6 +503,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "[rank %d] %d threads after the first case, %d after the last\n", rank,
                    threads_before, threads_after);
     }
+    if (o.graph > 0 && !replay_after_destroy(device, rank)) ++failures;
   }
   long totals[2] = {mismatches, failures};
   MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -19,6 +19,18 @@ struct CudaDriver {
   Result (*set_current)(void *) = nullptr;
   Result (*stream_create)(void **, unsigned) = nullptr;
   Result (*stream_sync)(void *) = nullptr;
+  // Graphs (optional: `graphs()` says whether the driver has them).
+  Result (*begin_capture)(void *, int) = nullptr;
+  Result (*end_capture)(void *, void **) = nullptr;
+  Result (*instantiate)(void **, void *, unsigned long long) = nullptr;
+  Result (*launch)(void *, void *) = nullptr;
+  Result (*exec_destroy)(void *) = nullptr;
+  Result (*graph_destroy)(void *) = nullptr;
+  static constexpr int kCaptureThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+
+  bool graphs() const {
+    return begin_capture && end_capture && instantiate && launch && exec_destroy && graph_destroy;
+  }
 
   // Makes a context current on device local_rank % devices (the local rank among the ranks
   // of this machine); false without a driver or a device.
@@ -32,6 +44,14 @@ struct CudaDriver {
     set_current = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuCtxSetCurrent"));
     stream_create = reinterpret_cast<Result (*)(void **, unsigned)>(dlsym(lib, "cuStreamCreate"));
     stream_sync = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuStreamSynchronize"));
+    begin_capture =
+        reinterpret_cast<Result (*)(void *, int)>(dlsym(lib, "cuStreamBeginCapture_v2"));
+    end_capture = reinterpret_cast<Result (*)(void *, void **)>(dlsym(lib, "cuStreamEndCapture"));
+    instantiate = reinterpret_cast<Result (*)(void **, void *, unsigned long long)>(
+        dlsym(lib, "cuGraphInstantiateWithFlags"));
+    launch = reinterpret_cast<Result (*)(void *, void *)>(dlsym(lib, "cuGraphLaunch"));
+    exec_destroy = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuGraphExecDestroy"));
+    graph_destroy = reinterpret_cast<Result (*)(void *)>(dlsym(lib, "cuGraphDestroy"));
     int count = 0, device = 0;
     void *context = nullptr;
     return init && device_count && device_get && retain && set_current && stream_create &&

@@ -1,5 +1,5 @@
 // The options coll_random and p2p_random share: [--iters N] [--seed S] [--max-count C]
-// [--per-node K] [--memory device] [--stream N].  An unknown option exits 2, naming it.
+// [--per-node K] [--memory device] [--stream N] [--graph N].  An unknown option exits 2, naming it.
 #pragma once
 
 #include <cstdio>
@@ -15,6 +15,7 @@ struct RandomOptions {
   int per_node = 0;     // --per-node K: fake hosts of K ranks
   bool device = false;  // --memory device
   int streams = 0;      // --stream N: stream-ordered calls on N streams
+  int graph = 0;        // --graph N: each stream call captured into a CUDA graph, replayed N times
 };
 
 inline RandomOptions parse_random_options(int argc, char **argv, const char *program,
@@ -35,6 +36,8 @@ inline RandomOptions parse_random_options(int argc, char **argv, const char *pro
       o.device = true;
     else if (key == "--stream")
       o.streams = std::atoi(argv[i + 1]);
+    else if (key == "--graph")
+      o.graph = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "%s: unknown option %s\n", program, key.c_str());
       std::exit(2);

@@ -8,7 +8,7 @@
 # Device memory comes from the tests' fake CUDA driver (FAKE_CUDA_DIR, from make check): between
 # fake hosts, and within one host where the GPU path takes no GPU, it runs through host memory
 # in pieces (COHORT_STAGED_CHUNK_BYTES small: many pieces, every slot reused), blocking and
-# stream-ordered on one or two streams.
+# stream-ordered on one or two streams, and captured into CUDA graphs replayed three times.
 COLL_RANDOM=${COLL_RANDOM:-./coll_random}
 fake="@LD_LIBRARY_PATH=${FAKE_CUDA_DIR:-./fake-cuda}:${LD_LIBRARY_PATH:-}"
 . "$(dirname "$0")/tap-mpirun.sh"
@@ -25,6 +25,8 @@ runs=${COHORT_RANDOM_RUNS:-"4 --iters 100000 --seed 42
 3 --iters 4000 --seed 22 --per-node 1 --stream 2 --max-count 300000 @UCX_TLS=tcp,self @COHORT_STAGED_CHUNK_BYTES=4096 $fake
 4 --iters 4000 --seed 23 --per-node 2 --stream 2 @UCX_TLS=tcp,self @COHORT_STAGED_CHUNK_BYTES=16384 $fake
 6 --iters 2000 --seed 24 --per-node 2 --stream 1 @UCX_TLS=tcp,self $fake
-3 --iters 2000 --seed 25 --stream 2 $fake"}
+3 --iters 2000 --seed 25 --stream 2 $fake
+3 --iters 2000 --seed 26 --per-node 1 --stream 2 --graph 3 --max-count 200000 @UCX_TLS=tcp,self @COHORT_STAGED_CHUNK_BYTES=8192 $fake
+4 --iters 2000 --seed 27 --per-node 2 --stream 1 --graph 3 @UCX_TLS=tcp,self $fake"}
 # Each run's summary line ("coll_random: N collectives ... M mismatches") goes on its TAP line.
 run_tap "$COLL_RANDOM" 1800 "$runs" '^coll_random:.*mismatches'

@@ -18,6 +18,9 @@
  * collectives uses them; the legacy and per-thread default streams are one more such queue.
  * A stream wait that no write satisfies in FAKE_CUDA_WAIT_LIMIT seconds (300 by default)
  * aborts the process, naming the word: a test that would hang fails instead.
+ * Stream capture records a stream's ops (host functions too) into a graph; an instance of it
+ * replays them onto a stream.  User objects count references held by graphs and instances,
+ * and destroy inline when the last goes.
  * As the real driver, cuMemcpy from pageable memory to device memory returns once it read the
  * source, and lands later (FAKE_CUDA_PAGEABLE_DELAY_US, 200 by default) on the legacy default
  * stream; every other cuMemcpy and cuMemFree waits for that stream first, and so does work
@@ -316,7 +319,7 @@ typedef struct {
   atomic_ulong completed[256];
 } Event;
 
-enum { kOpCopy, kOpWrite, kOpWait, kOpRecord, kOpWaitEvent };
+enum { kOpCopy, kOpWrite, kOpWait, kOpRecord, kOpWaitEvent, kOpHost };
 typedef struct Op {
   int kind;
   char *dst;
@@ -328,7 +331,24 @@ typedef struct Op {
   unsigned long generation;
   char *owned; /* a copy's source to free after it (cuMemcpy's snapshot of pageable memory) */
   struct Op *next;
+  void (*fn)(void *); /* kOpHost: fn(data) */
+  void *data;
 } Op;
+
+/* Stream capture: a captured stream's ops go into its graph instead; an instance replays a
+ * copy of them onto a stream.  User objects are reference counts whose destructor runs
+ * inline when the last goes. */
+typedef struct UserObject {
+  atomic_int refs;
+  void *ptr;
+  void (*destroy)(void *);
+} UserObject;
+
+typedef struct {
+  Op *head, *tail;
+  UserObject **objects; /* one reference each */
+  size_t object_count;
+} Graph;
 
 typedef struct {
   pthread_mutex_t mutex;
@@ -338,6 +358,7 @@ typedef struct {
   int closing; /* destroyed: the thread ends once the queue is empty */
   int ordered; /* created with default flags: its work waits for the legacy stream's */
   pthread_t thread;
+  Graph *capture; /* capturing: ops go there */
 } Stream;
 
 static double wait_limit(void) {
@@ -384,6 +405,7 @@ static void run_op(Op *op) {
         pause_briefly();
       }
       break;
+    case kOpHost: op->fn(op->data); break;
   }
 }
 
@@ -437,11 +459,28 @@ static CUresult enqueue(Stream *st, Op op);
 /* What the legacy stream holds now, recorded on it: the ordered streams wait for it. */
 static Event g_legacy_event;
 
+static void graph_append(Graph *g, Op op) {
+  Op *copy = malloc(sizeof *copy);
+  if (copy == NULL) abort();
+  *copy = op;
+  copy->next = NULL;
+  if (g->tail != NULL) {
+    g->tail->next = copy;
+  } else {
+    g->head = copy;
+  }
+  g->tail = copy;
+}
+
 static CUresult push(void *handle, Op op) {
   Stream *st = resolve(handle);
+  if (st != NULL && st->capture != NULL) {
+    graph_append(st->capture, op);
+    return kSuccess;
+  }
   if (st != NULL && st->ordered && !stream_idle(g_default_stream)) {
     Op record = {kOpRecord, NULL, NULL, 0, NULL, 0, &g_legacy_event,
-                 atomic_fetch_add(&g_legacy_event.recorded, 1) + 1, NULL, NULL};
+                 atomic_fetch_add(&g_legacy_event.recorded, 1) + 1, NULL, NULL, NULL, NULL};
     Op wait = record;
     wait.kind = kOpWaitEvent;
     CUresult r = enqueue(g_default_stream, record);
@@ -498,7 +537,7 @@ static CUresult legacy_copy_later(char *dst, const char *src, size_t bytes) {
   char *snapshot = malloc(bytes);
   if (snapshot == NULL) return kOutOfMemory;
   memcpy(snapshot, src, bytes);
-  Op op = {kOpCopy, dst, snapshot, bytes, NULL, 0, NULL, 0, snapshot, NULL};
+  Op op = {kOpCopy, dst, snapshot, bytes, NULL, 0, NULL, 0, snapshot, NULL, NULL, NULL};
   return push(NULL, op);
 }
 
@@ -523,9 +562,132 @@ CUresult cuStreamDestroy_v2(void *handle) {
 CUresult cuStreamQuery(void *handle) { return stream_idle(resolve(handle)) ? kSuccess : kNotReady; }
 
 CUresult cuStreamIsCapturing(void *handle, int *status) {
-  (void)handle;
   if (status == NULL) return kInvalidValue;
-  *status = 0;
+  *status = resolve(handle)->capture != NULL; /* CU_STREAM_CAPTURE_STATUS_ACTIVE: 1 */
+  return kSuccess;
+}
+
+CUresult cuStreamBeginCapture_v2(void *handle, int mode) {
+  (void)mode;
+  Stream *st = resolve(handle);
+  if (st == g_default_stream || st->capture != NULL) return kInvalidValue;
+  st->capture = calloc(1, sizeof(Graph));
+  return st->capture != NULL ? kSuccess : kOutOfMemory;
+}
+
+CUresult cuStreamEndCapture(void *handle, void **graph) {
+  Stream *st = resolve(handle);
+  if (st->capture == NULL || graph == NULL) return kInvalidValue;
+  *graph = st->capture;
+  st->capture = NULL;
+  return kSuccess;
+}
+
+CUresult cuStreamGetCaptureInfo_v2(void *handle, int *status, unsigned long long *id, void **graph,
+                                   const void **deps, size_t *deps_count) {
+  Stream *st = resolve(handle);
+  if (status != NULL) *status = st->capture != NULL;
+  if (id != NULL) *id = (uintptr_t)st->capture;
+  if (graph != NULL) *graph = st->capture;
+  if (deps != NULL) *deps = NULL;
+  if (deps_count != NULL) *deps_count = 0;
+  return kSuccess;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(int *mode) {
+  return mode != NULL ? kSuccess : kInvalidValue;
+}
+
+CUresult cuLaunchHostFunc(void *stream, void (*fn)(void *), void *data) {
+  if (fn == NULL) return kInvalidValue;
+  Op op = {kOpHost, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, fn, data};
+  return push(stream, op);
+}
+
+CUresult cuUserObjectCreate(void **out, void *ptr, void (*destroy)(void *), unsigned refs,
+                            unsigned flags) {
+  if (out == NULL || destroy == NULL || refs == 0 || flags != 1) return kInvalidValue;
+  UserObject *o = calloc(1, sizeof *o);
+  if (o == NULL) return kOutOfMemory;
+  atomic_store(&o->refs, (int)refs);
+  o->ptr = ptr;
+  o->destroy = destroy;
+  *out = o;
+  return kSuccess;
+}
+
+CUresult cuUserObjectRelease(void *object, unsigned count) {
+  UserObject *o = object;
+  if (o == NULL) return kInvalidValue;
+  if (atomic_fetch_sub(&o->refs, (int)count) == (int)count) {
+    o->destroy(o->ptr);
+    free(o);
+  }
+  return kSuccess;
+}
+
+/* Moves (flags 1) or adds `count` references; the graph holds them as `count` entries. */
+CUresult cuGraphRetainUserObject(void *graph, void *object, unsigned count, unsigned flags) {
+  Graph *g = graph;
+  UserObject *o = object;
+  if (g == NULL || o == NULL || count == 0) return kInvalidValue;
+  if ((flags & 1) == 0) atomic_fetch_add(&o->refs, (int)count);
+  UserObject **grown = realloc(g->objects, (g->object_count + count) * sizeof *grown);
+  if (grown == NULL) return kOutOfMemory;
+  g->objects = grown;
+  for (unsigned i = 0; i < count; ++i) g->objects[g->object_count++] = o;
+  return kSuccess;
+}
+
+static void graph_free(Graph *g) {
+  for (size_t i = 0; i < g->object_count; ++i) cuUserObjectRelease(g->objects[i], 1);
+  for (Op *op = g->head, *next; op != NULL; op = next) {
+    next = op->next;
+    free(op);
+  }
+  free(g->objects);
+  free(g);
+}
+
+/* An instance: a copy of the ops, and a reference of its own to each user object. */
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  (void)flags;
+  Graph *g = graph, *e = calloc(1, sizeof(Graph));
+  if (g == NULL || exec == NULL || e == NULL) {
+    free(e);
+    return g == NULL || exec == NULL ? kInvalidValue : kOutOfMemory;
+  }
+  for (Op *op = g->head; op != NULL; op = op->next) graph_append(e, *op);
+  for (size_t i = 0; i < g->object_count; ++i) {
+    CUresult r = cuGraphRetainUserObject(e, g->objects[i], 1, 0);
+    if (r != kSuccess) return r;
+  }
+  *exec = e;
+  return kSuccess;
+}
+
+CUresult cuGraphLaunch(void *exec, void *stream) {
+  Graph *e = exec;
+  if (e == NULL) return kInvalidValue;
+  for (Op *op = e->head; op != NULL; op = op->next) {
+    Op copy = *op;
+    if (copy.kind == kOpRecord) copy.generation = atomic_fetch_add(&copy.event->recorded, 1) + 1;
+    if (copy.kind == kOpWaitEvent) copy.generation = atomic_load(&copy.event->recorded);
+    CUresult r = push(stream, copy);
+    if (r != kSuccess) return r;
+  }
+  return kSuccess;
+}
+
+CUresult cuGraphExecDestroy(void *exec) {
+  if (exec == NULL) return kInvalidValue;
+  graph_free(exec);
+  return kSuccess;
+}
+
+CUresult cuGraphDestroy(void *graph) {
+  if (graph == NULL) return kInvalidValue;
+  graph_free(graph);
   return kSuccess;
 }
 
@@ -534,19 +696,21 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *str
   if (injected_failure(dst)) return kInvalidValue;
   char *d = cpu_view(dst, bytes), *s = cpu_view(src, bytes);
   if (d == NULL || s == NULL) return kInvalidValue;
-  Op op = {kOpCopy, d, s, bytes, NULL, 0, NULL, 0, NULL, NULL};
+  Op op = {kOpCopy, d, s, bytes, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL};
   return push(stream, op);
 }
 
 CUresult cuStreamWriteValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
   (void)flags;
-  Op op = {kOpWrite, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL, NULL};
+  Op op = {kOpWrite, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0,
+           NULL, NULL, NULL, NULL};
   return push(stream, op);
 }
 
 CUresult cuStreamWaitValue32_v2(void *stream, CUdeviceptr addr, uint32_t value, unsigned flags) {
   if (flags != 0) return kInvalidValue; /* GEQ only */
-  Op op = {kOpWait, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0, NULL, NULL};
+  Op op = {kOpWait, NULL, NULL, 0, (uint32_t *)(uintptr_t)addr, value, NULL, 0,
+           NULL, NULL, NULL, NULL};
   return push(stream, op);
 }
 
@@ -564,7 +728,8 @@ CUresult cuEventDestroy_v2(void *event) {
 
 CUresult cuEventRecord(void *event, void *stream) {
   Event *e = event;
-  Op op = {kOpRecord, NULL, NULL, 0, NULL, 0, e, atomic_fetch_add(&e->recorded, 1) + 1, NULL, NULL};
+  Op op = {kOpRecord, NULL, NULL, 0, NULL, 0, e, atomic_fetch_add(&e->recorded, 1) + 1,
+           NULL, NULL, NULL, NULL};
   return push(stream, op);
 }
 
@@ -577,7 +742,8 @@ CUresult cuEventQuery(void *event) {
 CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
   (void)flags;
   Event *e = event;
-  Op op = {kOpWaitEvent, NULL, NULL, 0, NULL, 0, e, atomic_load(&e->recorded), NULL, NULL};
+  Op op = {kOpWaitEvent, NULL, NULL, 0, NULL, 0, e, atomic_load(&e->recorded),
+           NULL, NULL, NULL, NULL};
   return push(stream, op);
 }
 

@@ -1,0 +1,90 @@
+#include "team/staged_replay.h"
+
+#include "core/cuda_stream.h"
+#include "core/log.h"
+
+namespace cohort {
+namespace {
+
+// Replays whose graphs went away, freed by the next call through host memory.
+std::mutex g_gone_mutex;
+std::vector<StagedReplay *> g_gone;
+
+}  // namespace
+
+Status StagedReplay::create(std::shared_ptr<ReplayHub> hub, const char *what, size_t bytes,
+                            std::unique_ptr<StagedReplay> *out) {
+  std::unique_ptr<StagedReplay> r(new StagedReplay);
+  r->hub_ = std::move(hub);
+  r->what_ = what;
+  r->context_ = cuda::current_context();
+  void *words = nullptr, *memory = nullptr;
+  Status s = cuda::mapped_alloc(2 * kWordStride * sizeof(uint32_t), &words,
+                                "allocating a captured collective's words (page-locked, mapped)");
+  if (is_error(s)) return s;
+  r->words_ = static_cast<uint32_t *>(words);
+  r->words_[0] = r->words_[kWordStride] = 0;
+  s = cuda::mapped_alloc(bytes, &memory, "allocating a captured collective's staging memory");
+  if (is_error(s)) return fail(s, strprintf("%s, %zu bytes", last_error().c_str(), bytes));
+  r->memory_ = static_cast<char *>(memory);
+  *out = std::move(r);
+  return COHORT_SUCCESS;
+}
+
+StagedReplay::~StagedReplay() {
+  cuda::ContextScope scope(context_);
+  cuda::mapped_free(memory_);
+  cuda::mapped_free(words_);
+}
+
+void StagedReplay::on_replay(void *data) { static_cast<StagedReplay *>(data)->replay(); }
+
+void StagedReplay::on_graph_gone(void *data) {
+  std::lock_guard<std::mutex> lock(g_gone_mutex);
+  g_gone.push_back(static_cast<StagedReplay *>(data));
+}
+
+void StagedReplay::free_gone() {
+  std::vector<StagedReplay *> gone;
+  {
+    std::lock_guard<std::mutex> lock(g_gone_mutex);
+    gone.swap(g_gone);
+  }
+  for (StagedReplay *r : gone) delete r;
+}
+
+void StagedReplay::replay() {
+  std::lock_guard<std::mutex> lock(hub_->mutex);
+  if (hub_->front == nullptr) return skip("its team is gone");
+  if (outstanding_.load(std::memory_order_acquire) > 0) {
+    COHORT_LOG_WARN(COLL,
+                    "team '%s': a replay of a captured %s through host memory began while "
+                    "another replay of the same capture ran (two instances of one CUDA graph "
+                    "launched at once): it runs nothing and its stream waits for the other's "
+                    "pieces; order the launches",
+                    hub_->team.c_str(), what_);
+    return;
+  }
+  hub_->front->queue_replay(*this);
+}
+
+void StagedReplay::skip(const char *why) {
+  COHORT_LOG_WARN(COLL,
+                  "team '%s': a replay of a captured %s through host memory runs nothing: %s; "
+                  "its output is not a result",
+                  hub_->team.c_str(), what_, why);
+  std::atomic_ref<uint32_t>(words_[kWordStride])
+      .store(static_cast<uint32_t>(runs_.size()), std::memory_order_release);
+}
+
+void StagedReplay::restart() {
+  std::atomic_ref<uint32_t>(words_[0]).store(0, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(words_[kWordStride]).store(0, std::memory_order_release);
+  outstanding_.store(static_cast<int>(runs_.size()), std::memory_order_release);
+}
+
+std::shared_ptr<RequestGate> StagedReplay::gate(uint32_t piece) {
+  return piece_gate(words_, words_ + kWordStride, piece, &outstanding_);
+}
+
+}  // namespace cohort
