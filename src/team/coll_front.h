@@ -129,7 +129,7 @@ class CollFront {
   std::string staged_reason() const;
   // Makes the staging at first use and takes its own stream for a blocking call (*stream).
   // A stream that is capturing a graph sets *capturing, or is refused where `capturing` is
-  // null; `what` names the call in messages.
+  // null (a send/recv group on several streams); `what` names the call in messages.
   Status stage_on(const char *what, void **stream, bool blocking, bool *capturing);
   Status run_staged(const CollCall &call, void *stream, bool blocking);
   // A stream call captured into a graph: its host node and its copies (staged_replay.h).
@@ -139,7 +139,13 @@ class CollFront {
   Status post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
                          std::shared_ptr<CollRequest> *out);
   Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,
-                            uint32_t piece, void *stream);
+                            const StageSite &site, uint32_t piece, void *stream);
+  Status capture_p2p(const std::vector<P2POp> &ops, const std::vector<size_t> &offsets,
+                     size_t bytes, void *stream);
+  // The hub of this team's replays (made at the first capture), and the capture's host node
+  // on `stream` with the graph owning `replay` from then on.
+  std::shared_ptr<ReplayHub> replay_hub();
+  Status capture_host_node(std::unique_ptr<StagedReplay> replay, void *stream);
   void push(const std::shared_ptr<CollRequest> &request);  // onto the queue, unless stopped
   // The driver refused a stream operation after the call's requests were queued: they would
   // wait for copies that never come, and the peers with them.  Stops the team, tells every

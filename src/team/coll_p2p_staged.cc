@@ -9,15 +9,18 @@
 // and waits for the copies back (settle_p2p).  Each operation has its own place in the staging
 // memory, so a group is one piece whatever its size: pieces cut from a group would need the peers
 // to cut their groups alike, which groups of different shapes on two ranks (legal: messages match
-// per peer) do not.
+// per peer) do not.  A group on one stream captured into a CUDA graph queues its request at
+// each replay, like a captured collective (staged_replay.h).
 #include <algorithm>
 
 #include "coll/dtype.h"
 #include "core/clock.h"
 #include "core/cuda_stream.h"
+#include "core/log.h"
 #include "team/coll_front.h"
 #include "team/progress_engine.h"
 #include "team/staged_plan.h"
+#include "team/staged_replay.h"
 
 namespace cohort {
 namespace {
@@ -41,13 +44,15 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vect
                                   std::shared_ptr<CollRequest> *out) {
   const bool blocking = streams.empty();
   void *stream = blocking ? nullptr : streams.front();
-  Status s = stage_on("send/recv group", &stream, blocking, nullptr);
   const std::vector<void *> others(streams.begin() + (blocking ? 0 : 1), streams.end());
+  bool capturing = false;  // a group on several streams is refused in a capture
+  Status s = stage_on("send/recv group", &stream, blocking, others.empty() ? &capturing : nullptr);
   for (void *other : others) {  // each must not be capturing either
     if (!is_error(s)) s = stage_on("send/recv group", &other, false, nullptr);
   }
   std::vector<size_t> offsets;
   const size_t bytes = layout(ops, &offsets);
+  if (!is_error(s) && capturing) return capture_p2p(ops, offsets, bytes, stream);
   if (!is_error(s)) s = staging_->reserve(std::max<size_t>(1, bytes));
   if (is_error(s)) return s;
   std::vector<P2POp> staged = ops;
@@ -61,7 +66,9 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vect
   push(request);
   ProgressEngine::instance().watch(this);
   s = staging_->join(stream, others);
-  if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, piece, stream);
+  if (!is_error(s)) s = staging_->order(stream);
+  if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, staging_->site(), piece, stream);
+  if (!is_error(s)) s = staging_->finished(stream);
   if (!is_error(s)) s = staging_->rejoin(stream, others);
   if (is_error(s)) return abandon_queued(s);
   if (blocking) *out = std::move(request);
@@ -71,19 +78,18 @@ Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vect
 // The sends' bytes in, the piece's number into ready, its number back waited for, the
 // receives' bytes out.
 Status CollFront::enqueue_p2p_copies(const std::vector<P2POp> &ops,
-                                     const std::vector<P2POp> &staged, uint32_t piece,
-                                     void *stream) {
-  Staging &st = *staging_;
-  Status s = st.order(stream);
+                                     const std::vector<P2POp> &staged, const StageSite &site,
+                                     uint32_t piece, void *stream) {
+  Status s = COHORT_SUCCESS;
   for (size_t i = 0; i < ops.size() && !is_error(s); ++i) {
     if (ops[i].send) {  // a send to self too: its receive copies it within the staging
       s = cuda::copy_async(staged[i].buf, ops[i].buf, op_bytes(ops[i]), stream,
                            "copying a send's bytes into host memory");
     }
   }
-  if (!is_error(s)) s = cuda::write_word(st.ready_word(), piece, stream, "announcing a group");
+  if (!is_error(s)) s = cuda::write_word(site.ready, piece, stream, "announcing a group");
   if (!is_error(s)) {
-    s = cuda::wait_word(st.done_word(), piece, stream, "waiting for a send/recv group");
+    s = cuda::wait_word(site.done, piece, stream, "waiting for a send/recv group");
   }
   for (size_t i = 0; i < ops.size() && !is_error(s); ++i) {
     if (!ops[i].send) {
@@ -91,7 +97,39 @@ Status CollFront::enqueue_p2p_copies(const std::vector<P2POp> &ops,
                            "copying a receive's bytes back to device memory");
     }
   }
-  return is_error(s) ? s : st.finished(stream);
+  return s;
+}
+
+// A group on one stream captured into a CUDA graph: on the capture's own memory, queued by
+// its host node at each replay (staged_replay.h).  Its schedule is built here once, so that a
+// group Cohort refuses is refused now, and again at each replay.
+Status CollFront::capture_p2p(const std::vector<P2POp> &ops, const std::vector<size_t> &offsets,
+                              size_t bytes, void *stream) {
+  std::unique_ptr<StagedReplay> owned;
+  Status s;
+  {
+    cuda::RelaxedCapture relaxed;
+    s = StagedReplay::create(replay_hub(), "send/recv group", std::max<size_t>(1, bytes), &owned);
+  }
+  if (is_error(s)) return s;
+  std::vector<P2POp> staged = ops;
+  for (size_t i = 0; i < staged.size(); ++i) staged[i].buf = owned->site().memory + offsets[i];
+  CollRequest probe;
+  s = build_p2p(staged, &probe);
+  if (is_error(s)) return s;
+  owned->set_group(staged);
+  StagedReplay *replay = owned.get();
+  s = capture_host_node(std::move(owned), stream);
+  if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, replay->site(), 1, stream);
+  if (is_error(s)) {
+    return failf(s,
+                 "send/recv group on GPU device memory through host memory (team '%s'), "
+                 "captured into a CUDA graph: %s",
+                 info_.name.c_str(), last_error().c_str());
+  }
+  COHORT_LOG_INFO(COLL, "%s: a send/recv group of %zu operation(s) captured into a CUDA graph",
+                  info_.name.c_str(), ops.size());
+  return COHORT_SUCCESS;
 }
 
 Status CollFront::settle_p2p(const std::shared_ptr<CollRequest> &request) {

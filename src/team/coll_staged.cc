@@ -173,7 +173,8 @@ Status CollFront::stage_on(const char *what, void **stream, bool blocking, bool 
   if (!is_error(s) && captured && capturing == nullptr) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s on GPU device memory through host memory (team '%s': %s): capturing it "
-                 "into a CUDA graph is not supported yet; run it eagerly",
+                 "into a CUDA graph on several streams is not supported yet; put the group on "
+                 "one stream, or run it eagerly",
                  what, info_.name.c_str(), staged_reason().c_str());
   }
   if (capturing != nullptr) *capturing = captured;
@@ -296,27 +297,18 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
 // the graph's edges order them.
 Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, void *stream) {
   const char *what = coll::collective_name(call.collective);
-  if (!hub_) {
-    hub_ = std::make_shared<ReplayHub>();
-    hub_->front = this;
-    hub_->team = info_.name;
-  }
   const size_t slots = std::min(kSlots, plan.pieces.size());
   std::unique_ptr<StagedReplay> owned;
   Status s;
   {
     cuda::RelaxedCapture relaxed;
-    s = StagedReplay::create(hub_, what, std::max<size_t>(1, slots * plan.slot_bytes), &owned);
+    s = StagedReplay::create(replay_hub(), what, std::max<size_t>(1, slots * plan.slot_bytes),
+                             &owned);
   }
   if (!is_error(s)) s = prepare_pieces(call, plan, owned->site().memory, &owned->runs());
   if (is_error(s)) return s;
-  StagedReplay *replay = owned.release();
-  s = cuda::retain_in_capture(stream, replay, &StagedReplay::on_graph_gone,
-                              "handing a captured collective's memory to its graph");
-  if (!is_error(s)) {
-    s = cuda::host_func(stream, &StagedReplay::on_replay, replay,
-                        "capturing the host node that queues a replay's pieces");
-  }
+  StagedReplay *replay = owned.get();
+  s = capture_host_node(std::move(owned), stream);
   if (!is_error(s)) {
     s = staged_by_kernel(plan) ? enqueue_kernel(call, plan, replay->site(), 1, false, stream)
                                : enqueue_copies(call, plan, replay->site(), 0, stream);
@@ -332,9 +324,38 @@ Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, v
   return COHORT_SUCCESS;
 }
 
+std::shared_ptr<ReplayHub> CollFront::replay_hub() {
+  if (!hub_) {
+    hub_ = std::make_shared<ReplayHub>();
+    hub_->front = this;
+    hub_->team = info_.name;
+  }
+  return hub_;
+}
+
+Status CollFront::capture_host_node(std::unique_ptr<StagedReplay> replay, void *stream) {
+  StagedReplay *r = replay.release();  // the graph's from here, or destroyed on failure
+  Status s = cuda::retain_in_capture(stream, r, &StagedReplay::on_graph_gone,
+                                     "handing a captured call's memory to its graph");
+  if (is_error(s)) return s;
+  return cuda::host_func(stream, &StagedReplay::on_replay, r,
+                         "capturing the host node that queues a replay's pieces");
+}
+
 void CollFront::queue_replay(StagedReplay &replay) {
-  std::vector<StagedRun> &runs = replay.runs();
   replay.restart();
+  if (replay.group() != nullptr) {  // a send/recv group: one request
+    auto request = std::make_shared<CollRequest>();
+    if (Status s = build_p2p(*replay.group(), request.get()); is_error(s)) {
+      request->end(s, last_error());  // refused at capture already: not expected
+    }
+    request->gate = replay.gate(1);
+    request->replayed = true;
+    push(request);
+    ProgressEngine::instance().watch(this);
+    return;
+  }
+  std::vector<StagedRun> &runs = replay.runs();
   for (size_t k = 0; k < runs.size(); ++k) {
     auto request = std::make_shared<CollRequest>();
     request->gate = replay.gate(static_cast<uint32_t>(k) + 1);

@@ -74,13 +74,13 @@ void StagedReplay::skip(const char *why) {
                   "its output is not a result",
                   hub_->team.c_str(), what_, why);
   std::atomic_ref<uint32_t>(words_[kWordStride])
-      .store(static_cast<uint32_t>(runs_.size()), std::memory_order_release);
+      .store(static_cast<uint32_t>(pieces()), std::memory_order_release);
 }
 
 void StagedReplay::restart() {
   std::atomic_ref<uint32_t>(words_[0]).store(0, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(words_[kWordStride]).store(0, std::memory_order_release);
-  outstanding_.store(static_cast<int>(runs_.size()), std::memory_order_release);
+  outstanding_.store(static_cast<int>(pieces()), std::memory_order_release);
 }
 
 std::shared_ptr<RequestGate> StagedReplay::gate(uint32_t piece) {

@@ -43,7 +43,15 @@ class StagedReplay {
   StagedReplay &operator=(const StagedReplay &) = delete;
 
   StageSite site() const { return {memory_, words_, words_ + kWordStride}; }
+  // A collective's pieces, or a send/recv group's operations on the capture's memory (one
+  // piece).
   std::vector<StagedRun> &runs() { return runs_; }
+  void set_group(std::vector<P2POp> ops) {
+    group_ = std::move(ops);
+    is_group_ = true;
+  }
+  const std::vector<P2POp> *group() const { return is_group_ ? &group_ : nullptr; }
+  size_t pieces() const { return is_group_ ? 1 : runs_.size(); }
   // The host node (`data`: the replay) and the graph's destruction (cuda::retain_in_capture).
   static void on_replay(void *data);
   static void on_graph_gone(void *data);
@@ -67,6 +75,8 @@ class StagedReplay {
   uint32_t *words_ = nullptr;  // mapped: ready, done
   char *memory_ = nullptr;     // mapped slots
   std::vector<StagedRun> runs_;
+  std::vector<P2POp> group_;
+  bool is_group_ = false;
   std::atomic<int> outstanding_{0};  // pieces queued and not ended
 };
 

@@ -1,6 +1,6 @@
 // Randomized send/recv groups, every byte received checked.  usage:
 //   mpirun -np N p2p_random [--iters N] [--seed S] [--max-count C] [--per-node K]
-//                           [--memory device] [--stream N]
+//                           [--memory device] [--stream N] [--graph N]
 // Every rank draws the same traffic for each case from one seeded generator: for each ordered
 // pair of ranks (a rank and itself included) up to two messages, each of a random dtype and
 // count.  Each rank posts its sends and receives in one group, interleaved in an order of its
@@ -11,7 +11,9 @@
 // (UCX between).  --memory device runs on device memory (the CUDA driver's, real or the
 // tests' fake one: test/ompi/fake_cuda.c) with the blocking calls; --stream N with the
 // stream-ordered ones on N streams in turn (each case waits for its stream), every third case
-// with its operations spread over all N streams (one group on several streams).  First, a
+// with its operations spread over all N streams (one group on several streams); --graph N
+// captures each group on one stream into a CUDA graph and replays it N times, each replay's
+// receives equal to the first's (the last checked).  First, a
 // group mixing blocking and stream-ordered operations must be refused.  The process may not gain
 // threads after the first group (the progress engine is one thread, however often it stops and
 // starts polling). Prints "p2p_random: N groups on P ranks, M messages, B bad bytes, F failed
@@ -146,6 +148,7 @@ struct Device {
   size_t send_cap = 0, recv_cap = 0;
   std::vector<void *> streams;
   long calls = 0;
+  int graph = 0;  // --graph N
   bool grow(char **p, size_t *cap, size_t bytes) {
     if (bytes <= *cap) return true;
     if (*p != nullptr) cohort_device_free(*p);
@@ -162,6 +165,33 @@ cohort_status_t post(cohort_team_t team, const Op &op, char *send, char *recv, v
   }
   return stream ? cohort_recv_stream(team, recv + op.offset, m.count, m.dtype, m.from, stream)
                 : cohort_recv(team, recv + op.offset, m.count, m.dtype, m.from);
+}
+
+// --graph: the group captured on `stream` (posted by `post_all` into the capture) replayed
+// d.graph times on the receive arena as `initial` held it; the last replay's bytes in `recv`.
+cohort_status_t replay_group(Device &d, void *stream, const std::vector<char> &initial,
+                             std::vector<char> &recv, cohort_status_t posted) {
+  void *graph = nullptr, *exec = nullptr;
+  cohort_status_t s = posted;
+  const int ended = d.driver.end_capture(stream, &graph);
+  if (s == COHORT_SUCCESS && (ended != 0 || d.driver.instantiate(&exec, graph, 0) != 0)) {
+    s = COHORT_ERR_CUDA;
+  }
+  if (graph != nullptr) d.driver.graph_destroy(graph);
+  std::vector<char> first;
+  for (int r = 0; r < d.graph && s == COHORT_SUCCESS; ++r) {
+    s = cohort_memcpy(d.recv, initial.data(), initial.size());
+    if (s == COHORT_SUCCESS && d.driver.launch(exec, stream) != 0) s = COHORT_ERR_CUDA;
+    if (s == COHORT_SUCCESS && d.driver.stream_sync(stream) != 0) s = COHORT_ERR_CUDA;
+    if (s == COHORT_SUCCESS) s = cohort_memcpy(recv.data(), d.recv, recv.size());
+    if (s == COHORT_SUCCESS && r == 0) first = recv;
+    if (s == COHORT_SUCCESS && recv != first) {
+      std::printf("replay %d of a captured group received other bytes than the first\n", r);
+      s = COHORT_ERR_INTERNAL;
+    }
+  }
+  if (exec != nullptr) d.driver.exec_destroy(exec);
+  return s;
 }
 
 // The group on host buffers, or on device copies of them (copied back after).
@@ -185,6 +215,11 @@ cohort_status_t run_group(cohort_team_t team, const std::vector<Op> &ops, std::v
       stream = d->streams[d->calls++ % d->streams.size()];
     }
   }
+  const bool captured = d != nullptr && d->graph > 0 && stream != nullptr && !spread;
+  const std::vector<char> initial = captured ? recv : std::vector<char>();
+  if (captured && d->driver.begin_capture(stream, mpi_test::CudaDriver::kCaptureThreadLocal)) {
+    return COHORT_ERR_CUDA;
+  }
   cohort_group_start();
   for (size_t i = 0; i < ops.size(); ++i) {
     void *on = spread ? d->streams[i % d->streams.size()] : stream;
@@ -192,6 +227,7 @@ cohort_status_t run_group(cohort_team_t team, const std::vector<Op> &ops, std::v
   }
   const cohort_status_t ended = cohort_group_end();
   if (s == COHORT_SUCCESS) s = ended;
+  if (captured) return replay_group(*d, stream, initial, recv, s);
   // A group on several streams runs on the first stream it names and the others wait for its
   // end: waiting for the last one it names is enough (and waits for its copies back).
   void *waited = stream;
@@ -281,6 +317,8 @@ long check_refusals(cohort_team_t team, int rank, Device *d) {
 bool start_device(Device *d, const Options &o) {
   bool ok = d->driver.start() && d->grow(&d->send, &d->send_cap, 4096) &&
             d->grow(&d->recv, &d->recv_cap, 4096);
+  d->graph = o.graph;
+  if (o.graph > 0 && (o.streams == 0 || !d->driver.graphs())) ok = false;
   for (int i = 0; ok && i < o.streams; ++i) {
     d->streams.push_back(d->driver.new_stream());
     ok = d->streams.back() != nullptr;

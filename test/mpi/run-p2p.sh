@@ -17,5 +17,6 @@ runs=${COHORT_P2P_RUNS:-"1 --iters 500 --seed 1
 4 --iters 1500 --seed 5 --per-node 2 --stream 2 @UCX_TLS=tcp,self $fake
 3 --iters 1500 --seed 6 --stream 3 $fake
 8 --iters 1000 --seed 8 --per-node 2 --stream 1 @UCX_TLS=tcp,self $fake
-5 --iters 800 --seed 7 --per-node 2 --memory device --stream 1 --max-count 300000 @UCX_TLS=tcp,self $fake"}
+5 --iters 800 --seed 7 --per-node 2 --memory device --stream 1 --max-count 300000 @UCX_TLS=tcp,self $fake
+4 --iters 600 --seed 9 --per-node 2 --stream 2 --graph 3 @UCX_TLS=tcp,self $fake"}
 run_tap "$P2P_RANDOM" 900 "$runs" '^p2p_random:.*bad bytes'
