@@ -185,8 +185,7 @@ Status CollFront::test(const std::shared_ptr<CollRequest> &request) {
   if (request->status.load(std::memory_order_acquire) == COHORT_IN_PROGRESS) {
     progress_requests();
   }
-  const Status s = request->status.load(std::memory_order_acquire);
-  return is_error(s) ? fail(s, request->error) : s;
+  return request->outcome();
 }
 
 Status CollFront::wait(const std::shared_ptr<CollRequest> &request) {

@@ -106,8 +106,8 @@ class CollFront {
   bool staged_pending() const { return staged_queued_.load() > 0 && !stopped_; }
 
   // A replay of a call captured into a CUDA graph reached its host node (staged_replay.h):
-  // queues its pieces.
-  void queue_replay(StagedReplay &replay);
+  // queues its pieces, or fails (queueing nothing) where a group's schedule cannot be built.
+  Status queue_replay(StagedReplay &replay);
 
   // Ends every queued request with `status` and refuses later calls; with `announce`, tells
   // every peer first (this rank aborted the team).  Returns once no poll runs any more.

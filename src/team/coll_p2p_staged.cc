@@ -106,11 +106,7 @@ Status CollFront::enqueue_p2p_copies(const std::vector<P2POp> &ops,
 Status CollFront::capture_p2p(const std::vector<P2POp> &ops, const std::vector<size_t> &offsets,
                               size_t bytes, void *stream) {
   std::unique_ptr<StagedReplay> owned;
-  Status s;
-  {
-    cuda::RelaxedCapture relaxed;
-    s = StagedReplay::create(replay_hub(), "send/recv group", std::max<size_t>(1, bytes), &owned);
-  }
+  Status s = StagedReplay::create(replay_hub(), "send/recv group", bytes, &owned);
   if (is_error(s)) return s;
   std::vector<P2POp> staged = ops;
   for (size_t i = 0; i < staged.size(); ++i) staged[i].buf = owned->site().memory + offsets[i];
@@ -139,8 +135,8 @@ Status CollFront::settle_p2p(const std::shared_ptr<CollRequest> &request) {
     ended = staging_->own_stream(&stream);
     if (!is_error(ended)) ended = drain_stream(stream, "a send/recv group through host memory");
   }
-  const Status s = request->status.load(std::memory_order_acquire);
-  return is_error(s) ? fail(s, request->error) : ended;
+  const Status s = request->outcome();
+  return is_error(s) ? s : ended;
 }
 
 }  // namespace cohort

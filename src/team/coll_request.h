@@ -69,6 +69,12 @@ struct CollRequest {
   int64_t queued_ns = 0;  // gated requests: when queued, and when the gate was seen open
   int64_t opened_ns = 0;
 
+  // The status, with the error as this thread's last error when it failed.
+  Status outcome() const {
+    const Status s = status.load(std::memory_order_acquire);
+    return is_error(s) ? fail(s, error) : s;
+  }
+
   // Ends the request: a reader that sees `s` sees `why` too.
   void end(Status s, std::string why = {}) {
     error = std::move(why);

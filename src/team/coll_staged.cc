@@ -299,19 +299,15 @@ Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, v
   const char *what = coll::collective_name(call.collective);
   const size_t slots = std::min(kSlots, plan.pieces.size());
   std::unique_ptr<StagedReplay> owned;
-  Status s;
-  {
-    cuda::RelaxedCapture relaxed;
-    s = StagedReplay::create(replay_hub(), what, std::max<size_t>(1, slots * plan.slot_bytes),
-                             &owned);
-  }
+  Status s = StagedReplay::create(replay_hub(), what, slots * plan.slot_bytes, &owned);
   if (!is_error(s)) s = prepare_pieces(call, plan, owned->site().memory, &owned->runs());
   if (is_error(s)) return s;
   StagedReplay *replay = owned.get();
+  const bool by_kernel = staged_by_kernel(plan);
   s = capture_host_node(std::move(owned), stream);
   if (!is_error(s)) {
-    s = staged_by_kernel(plan) ? enqueue_kernel(call, plan, replay->site(), 1, false, stream)
-                               : enqueue_copies(call, plan, replay->site(), 0, stream);
+    s = by_kernel ? enqueue_kernel(call, plan, replay->site(), 1, false, stream)
+                  : enqueue_copies(call, plan, replay->site(), 0, stream);
   }
   if (is_error(s)) {
     return failf(s,
@@ -320,7 +316,7 @@ Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, v
                  what, info_.name.c_str(), last_error().c_str());
   }
   COHORT_LOG_INFO(COLL, "%s: %s of %zu piece(s) captured into a CUDA graph%s", info_.name.c_str(),
-                  what, plan.pieces.size(), staged_by_kernel(plan) ? ", as a kernel" : "");
+                  what, plan.pieces.size(), by_kernel ? ", as a kernel" : "");
   return COHORT_SUCCESS;
 }
 
@@ -342,27 +338,28 @@ Status CollFront::capture_host_node(std::unique_ptr<StagedReplay> replay, void *
                          "capturing the host node that queues a replay's pieces");
 }
 
-void CollFront::queue_replay(StagedReplay &replay) {
-  replay.restart();
-  if (replay.group() != nullptr) {  // a send/recv group: one request
+Status CollFront::queue_replay(StagedReplay &replay) {
+  auto replayed = [&](uint32_t piece, std::shared_ptr<CollRequest> request) {
+    request->gate = replay.gate(piece);
+    request->replayed = true;
+    return request;
+  };
+  if (const std::vector<P2POp> *group = replay.group()) {  // a send/recv group: one request
     auto request = std::make_shared<CollRequest>();
-    if (Status s = build_p2p(*replay.group(), request.get()); is_error(s)) {
-      request->end(s, last_error());  // refused at capture already: not expected
+    Status s = build_p2p(*group, request.get());  // built at capture already: not expected
+    if (is_error(s)) return s;
+    replay.restart();
+    push(replayed(1, std::move(request)));
+  } else {
+    replay.restart();
+    const std::vector<StagedRun> &runs = replay.runs();
+    for (size_t k = 0; k < runs.size(); ++k) {
+      queue(runs[k].call, runs[k].args, *runs[k].rule,
+            replayed(static_cast<uint32_t>(k) + 1, std::make_shared<CollRequest>()));
     }
-    request->gate = replay.gate(1);
-    request->replayed = true;
-    push(request);
-    ProgressEngine::instance().watch(this);
-    return;
-  }
-  std::vector<StagedRun> &runs = replay.runs();
-  for (size_t k = 0; k < runs.size(); ++k) {
-    auto request = std::make_shared<CollRequest>();
-    request->gate = replay.gate(static_cast<uint32_t>(k) + 1);
-    request->replayed = true;
-    queue(runs[k].call, runs[k].args, *runs[k].rule, request);
   }
   ProgressEngine::instance().watch(this);
+  return COHORT_SUCCESS;
 }
 
 Status CollFront::abandon_queued(Status s) {

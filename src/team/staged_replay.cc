@@ -1,5 +1,7 @@
 #include "team/staged_replay.h"
 
+#include <algorithm>
+
 #include "core/cuda_stream.h"
 #include "core/log.h"
 
@@ -18,6 +20,8 @@ Status StagedReplay::create(std::shared_ptr<ReplayHub> hub, const char *what, si
   r->hub_ = std::move(hub);
   r->what_ = what;
   r->context_ = cuda::current_context();
+  cuda::RelaxedCapture relaxed;  // the calling thread captures
+  bytes = std::max<size_t>(1, bytes);
   void *words = nullptr, *memory = nullptr;
   Status s = cuda::mapped_alloc(2 * kWordStride * sizeof(uint32_t), &words,
                                 "allocating a captured collective's words (page-locked, mapped)");
@@ -65,7 +69,7 @@ void StagedReplay::replay() {
                     hub_->team.c_str(), what_);
     return;
   }
-  hub_->front->queue_replay(*this);
+  if (is_error(hub_->front->queue_replay(*this))) skip(last_error().c_str());
 }
 
 void StagedReplay::skip(const char *why) {

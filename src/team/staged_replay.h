@@ -35,7 +35,8 @@ struct ReplayHub {
 
 class StagedReplay {
  public:
-  // Memory of `bytes` for the slots, and the words; in the calling thread's context.
+  // Memory of `bytes` for the slots (at least 1), and the words; in the calling thread's
+  // context, which captures a graph (allocated in CUDA's relaxed capture mode).
   static Status create(std::shared_ptr<ReplayHub> hub, const char *what, size_t bytes,
                        std::unique_ptr<StagedReplay> *out);
   ~StagedReplay();  // frees the memory: only on a thread that may call CUDA
