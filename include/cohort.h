@@ -247,6 +247,32 @@ COHORT_API cohort_status_t cohort_team_abort(cohort_team_t team);
 COHORT_API cohort_status_t cohort_team_get_async_error(cohort_team_t team,
                                                        cohort_status_t *async_error);
 
+/* Teams without MPI, as NCCL's ncclGetUniqueId / ncclCommInitRank: one process makes an id and
+ * hands its bytes to every rank (any way it likes); each rank then creates the team with it.
+ * The id carries this process's rendezvous address (one listening TCP socket per process, on
+ * the interface COHORT_SOCKET_IFNAME, else NCCL_SOCKET_IFNAME, else the first one up that is
+ * not loopback) and a 128-bit secret: a connection without the secret is dropped and logged.
+ * The process that made the id must take part in the team (it serves the rendezvous; no
+ * thread is started).  An id never used expires after COHORT_INIT_TIMEOUT.  The creation
+ * has the same phases, report and timeout as one from MPI: a missing rank is named on every
+ * rank.  Such a team cannot be split (NOT_SUPPORTED); create the children from new ids. */
+#define COHORT_UNIQUE_ID_BYTES 128
+typedef struct cohort_unique_id {
+  char internal[COHORT_UNIQUE_ID_BYTES];
+} cohort_unique_id_t;
+
+COHORT_API cohort_status_t cohort_unique_id_create(cohort_unique_id_t *id);
+/* Collective over the size ranks given the same id; rank in 0..size-1, each once. */
+COHORT_API cohort_status_t cohort_team_create_unique_id(const cohort_unique_id_t *id, int size,
+                                                        int rank,
+                                                        const cohort_team_config_t *config,
+                                                        cohort_team_t *team);
+/* Nonblocking form: drive it with cohort_team_create_test(). */
+COHORT_API cohort_status_t cohort_team_create_unique_id_post(const cohort_unique_id_t *id,
+                                                             int size, int rank,
+                                                             const cohort_team_config_t *config,
+                                                             cohort_team_t *team);
+
 /* Queries (valid once creation succeeded). */
 COHORT_API cohort_status_t cohort_team_size(cohort_team_t team, int *size);
 COHORT_API cohort_status_t cohort_team_rank(cohort_team_t team, int *rank);

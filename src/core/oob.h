@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -20,6 +21,8 @@ class OobRequest {
   virtual const char *result() const = 0;
   // Ranks whose block has not arrived yet.  *known is false when the OOB cannot tell.
   virtual std::vector<int> absent(bool *known) const = 0;
+  // When absent() cannot tell: what this rank knows instead ("" if nothing).
+  virtual std::string absence_note() const { return ""; }
 };
 
 class Oob {

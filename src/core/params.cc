@@ -40,6 +40,10 @@ const std::vector<ParamSpec> kParams = {
      "log to this file instead of stderr; " COHORT_PATH_PATTERNS},
     {"INIT_TIMEOUT", ParamType::kDouble, "300", "s", "", kTimeout,
      "how long a team-creation phase waits for peers before failing with the missing ranks"},
+    {"SOCKET_IFNAME", ParamType::kString, "", "", "", kAny,
+     "the interface of the unique-id rendezvous (teams without MPI): name prefixes, comma "
+     "separated, '^' excludes, '=' exact; unset: NCCL_SOCKET_IFNAME, else the first one up "
+     "that is not loopback"},
     {"ALLOW_SHARED_GPU", ParamType::kBool, "0", "", "", kAny,
      "let several ranks of one host use the same GPU (run them under MPS)"},
     {"HOST_ID", ParamType::kString, "", "", "", kAny,

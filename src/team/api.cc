@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/oob_mpi.h"
 #include "core/oob_user.h"
+#include "core/rendezvous.h"
 #include "team/api_calls.h"
 #include "team/report.h"
 #include "team/team.h"
@@ -154,6 +155,19 @@ Status post(const cohort_oob_t *oob, const cohort_team_config_t *config,
             std::shared_ptr<TeamImpl> *team) {
   Status s = validate_user_oob(oob);
   return is_error(s) ? s : TeamImpl::post_oob(oob, config, team);
+}
+
+// A team over a unique id's socket OOB.
+struct UniqueIdSource {
+  const cohort_unique_id_t *id;
+  int size;
+  int rank;
+};
+
+Status post(UniqueIdSource source, const cohort_team_config_t *config,
+            std::shared_ptr<TeamImpl> *team) {
+  if (source.id == nullptr) return fail(COHORT_ERR_INVALID_ARG, "id is NULL");
+  return TeamImpl::post_socket(*source.id, source.size, source.rank, config, team);
 }
 
 // Team creation through the C API; a blocking one returns the handle only for a team every
@@ -345,6 +359,25 @@ cohort_status_t cohort_team_create_oob_post(const cohort_oob_t *oob,
                                             const cohort_team_config_t *config,
                                             cohort_team_t *team) {
   return cohort::create("cohort_team_create_oob_post", oob, config, /*blocking=*/false, team);
+}
+
+cohort_status_t cohort_unique_id_create(cohort_unique_id_t *id) {
+  return cohort::guarded("cohort_unique_id_create",
+                         [&]() -> cohort_status_t { return cohort::unique_id_create(id); });
+}
+
+cohort_status_t cohort_team_create_unique_id(const cohort_unique_id_t *id, int size, int rank,
+                                             const cohort_team_config_t *config,
+                                             cohort_team_t *team) {
+  return cohort::create("cohort_team_create_unique_id", cohort::UniqueIdSource{id, size, rank},
+                        config, /*blocking=*/true, team);
+}
+
+cohort_status_t cohort_team_create_unique_id_post(const cohort_unique_id_t *id, int size,
+                                                  int rank, const cohort_team_config_t *config,
+                                                  cohort_team_t *team) {
+  return cohort::create("cohort_team_create_unique_id_post",
+                        cohort::UniqueIdSource{id, size, rank}, config, /*blocking=*/false, team);
 }
 
 cohort_status_t cohort_team_create_test(cohort_team_t handle) {

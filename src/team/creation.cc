@@ -59,8 +59,9 @@ Status Creation::step() {
   if (entry_) return enter_mpi();
   if (phase_index_ == std::size(kPhaseTable)) return COHORT_SUCCESS;
   const PhaseSpec &spec = kPhaseTable[phase_index_];
-  // After check-in the OOB is the team's own (the private communicator): it carries notices.
-  const bool notices = spec.phase != Phase::kCheckIn;
+  // An MPI team's exchanges start after its check-in, on its private communicator; the other
+  // OOBs are the team's own from the first row: notices may go on every one.
+  const bool notices = true;
   if (!exchange_.active()) {
     // Every rank's part of a phase has one size, also where this rank's work failed.
     std::vector<char> part;

@@ -90,6 +90,11 @@ Status Exchange::timeout_failure() {
   bool known = false;
   std::vector<int> absent = request_->absent(&known);
   const char *phase = phase_name(phase_);
+  if (!known && !request_->absence_note().empty()) {
+    return notify_gave_up(failf(COHORT_ERR_TIMEOUT,
+                                "team creation timed out in phase %s (%s) after %.2f s: %s", phase,
+                                step_, timeout_s_, request_->absence_note().c_str()));
+  }
   if (!known) {
     return failf(COHORT_ERR_TIMEOUT,
                  "team creation timed out in phase %s (%s) after %.2f s: the OOB allgather did "

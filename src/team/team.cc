@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/oob_mpi.h"
+#include "core/oob_socket.h"
 #include "core/oob_user.h"
 #include "team/lingering.h"
 #include "team/split_order.h"
@@ -45,6 +46,24 @@ Status TeamImpl::post_oob(const cohort_oob_t *oob, const cohort_team_config_t *c
   return COHORT_SUCCESS;
 }
 
+Status TeamImpl::post_socket(const cohort_unique_id_t &id, int size, int rank,
+                             const cohort_team_config_t *config, std::shared_ptr<TeamImpl> *out) {
+  std::unique_ptr<SocketOob> oob;
+  Status s = SocketOob::create(id, size, rank, &oob);
+  if (is_error(s)) return s;
+  std::shared_ptr<TeamImpl> team(new TeamImpl());
+  team->parts_.oob = std::move(oob);
+  team->parts_.info.size = size;
+  team->parts_.info.rank = rank;
+  team->begin(config, MPI_COMM_NULL, false);
+  *out = std::move(team);
+  return COHORT_SUCCESS;
+}
+
+bool TeamImpl::uses_mpi() const {
+  return !parts_.oob || dynamic_cast<MpiOob *>(parts_.oob.get()) != nullptr;
+}
+
 // A config that does not resolve is this rank's status in check-in: every rank fails alike.
 void TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm) {
   Status config_status = resolve_config(config, &parts_.config);
@@ -58,11 +77,14 @@ void TeamImpl::begin(const cohort_team_config_t *config, MPI_Comm comm, bool own
   public_config_.name = public_name_.c_str();
   COHORT_LOG_INFO(INIT, "%s: creating, rank %d of %d over %s OOB, timeout %.3g s",
                   resolved.name.c_str(), parts_.info.rank, parts_.info.size,
-                  comm == MPI_COMM_NULL ? "a caller's" : "the MPI", resolved.init_timeout_s);
+                  comm != MPI_COMM_NULL                                ? "the MPI"
+                  : dynamic_cast<SocketOob *>(parts_.oob.get()) != nullptr ? "the socket"
+                                                                           : "a caller's",
+                  resolved.init_timeout_s);
 }
 
 TeamImpl::~TeamImpl() {
-  if (creation_ && mpi_usable()) {
+  if (creation_ && (mpi_usable() || !uses_mpi())) {
     creation_->abandon("rank " + std::to_string(parts_.info.rank) +
                        " destroyed the team during its creation");
   }
@@ -73,8 +95,7 @@ Status TeamImpl::progress() {
   progress_lingering();
   std::lock_guard<std::mutex> lock(mutex_);
   if (stage_ != Stage::kCreating) return ready_locked();
-  const bool uses_mpi = !parts_.oob || dynamic_cast<MpiOob *>(parts_.oob.get()) != nullptr;
-  if (uses_mpi && !mpi_usable()) {
+  if (uses_mpi() && !mpi_usable()) {
     return finish_failed(
         fail(COHORT_ERR_INVALID_USAGE, "team creation cannot continue: MPI is already finalised"));
   }
@@ -139,7 +160,7 @@ void TeamImpl::abort() {
   if (stage_ == Stage::kAborted) return;
   const TeamInfo &info = parts_.info;
   COHORT_LOG_INFO(INIT, "%s: aborted by the caller", info.name.c_str());
-  if (creation_ && mpi_usable()) {
+  if (creation_ && (mpi_usable() || !uses_mpi())) {
     creation_->abandon("rank " + std::to_string(info.rank) + " aborted team creation");
   }
   // Every peer's pending or next collective on this team ends, naming this rank.  Nothing

@@ -24,6 +24,9 @@ class TeamImpl {
                          std::shared_ptr<TeamImpl> *out);
   static Status post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                          std::shared_ptr<TeamImpl> *out);
+  // Over the socket OOB of a unique id (cohort_unique_id_create), as ncclCommInitRank.
+  static Status post_socket(const cohort_unique_id_t &id, int size, int rank,
+                            const cohort_team_config_t *config, std::shared_ptr<TeamImpl> *out);
   ~TeamImpl();
 
   // One nonblocking step of creation: COHORT_SUCCESS when ready, COHORT_IN_PROGRESS, or the
@@ -48,6 +51,7 @@ class TeamImpl {
   const TeamInfo &info() const { return parts_.info; }
 
  private:
+  bool uses_mpi() const;  // created from an MPI communicator, not over another OOB
   enum class Stage { kCreating, kReady, kFailed, kAborted };
 
   TeamImpl() = default;
