@@ -21,7 +21,7 @@ mkdir -p "$carry"
 cd "$build"
 for f in tools/cohort_perf tools/cohort_info test/gtest/unit_tests test/mpi/gpu_test \
   test/mpi/team_test test/mpi/failure_test test/mpi/transport_test test/mpi/coll_random test/mpi/p2p_random test/gpu/kernel_test test/gpu/staged_test \
-  test/gpu/kernel_bench; do
+  test/gpu/kernel_bench test/nccl/nccl_api_test test/socket/unique_id_test; do
   [ -e "$f" ] || { echo "gpu-pack: $build/$f is missing (make check TESTS= builds it)" >&2; exit 1; }
   mkdir -p "$carry/$(dirname "$f")"
   cp "$f" "$carry/$f"
@@ -31,8 +31,9 @@ for f in tools/cohort_perf tools/cohort_info test/gtest/unit_tests test/mpi/gpu_
     cp "$lib" "$carry/$lib"
   fi
 done
-mkdir -p "$carry/src/.libs" "$carry/_install/lib/cohort/openmpi" "$carry/extra"
+mkdir -p "$carry/src/.libs" "$carry/src/nccl/.libs" "$carry/_install/lib/cohort/openmpi" "$carry/extra"
 cp -P src/.libs/libcohort.so* "$carry/src/.libs/"
+cp -P src/nccl/.libs/libnccl.so* "$carry/src/nccl/.libs/"
 cp _install/lib/cohort/openmpi/mca_coll_cohort.so "$carry/_install/lib/cohort/openmpi/"
 cp extra/ctest extra/ftest extra/bench extra/overhead "$carry/extra/"
 find "$carry" -type f -exec sh -c 'file "$1" | grep -q ELF && strip --strip-debug "$1"' _ {} \;
