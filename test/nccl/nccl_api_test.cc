@@ -4,17 +4,20 @@
 // on a fake host of its own, so that device memory moves through host memory).
 //
 //   nccl_api_test <scenario> <ranks>     scenarios: colls, nonblocking, split, shrink, errors,
-//                                        missing
+//                                        missing, perf (nccl-tests' report: sizes to
+//                                        NCCL_API_TEST_MAX_BYTES, algbw, busbw, #wrong)
 // Exit status 0: every rank saw what the scenario expects; 77: no CUDA driver (skip).
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -362,6 +365,117 @@ void scenario_errors(const Pipe &p, int n, int r, cudaStream_t st) {
   CHECK(res == ncclInvalidArgument, "a destroyed comm: %s", ncclGetErrorString(res));
 }
 
+// nccl-tests' report for each collective: bytes, time per call (us, the slowest rank's mean),
+// algbw and busbw (GB/s, nccl-tests' factors) and #wrong (elements that differ from the
+// expected result after one checked call).  Sizes double from 8 B to NCCL_API_TEST_MAX_BYTES.
+struct PerfColl {
+  const char *name;
+  double bus_factor_num;  // busbw = algbw * num(n) / n
+  int out_blocks;         // receive buffer: count * out_blocks(n) elements (0: n)
+  int in_blocks;          // send buffer: count * in_blocks elements (0: n)
+};
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Fills rank r's input, runs `name` once, and counts the wrong elements of the result.
+size_t checked_call(const PerfColl &c, ncclComm_t comm, int n, int r, size_t count, float *in,
+                    float *out, cudaStream_t st, bool run_only) {
+  const size_t in_len = count * (c.in_blocks ? c.in_blocks : n);
+  const size_t out_len = count * (c.out_blocks ? c.out_blocks : n);
+  std::vector<float> h(in_len);
+  if (!run_only) {
+    for (size_t i = 0; i < in_len; ++i) h[i] = float((r + 1) * (i % 13));
+    copy_bytes(in, h.data(), in_len * sizeof(float));
+  }
+  const std::string name = c.name;
+  ncclResult_t res = ncclSuccess;
+  const int peer_next = (r + 1) % n, peer_prev = (r + n - 1) % n;
+  if (name == "all_reduce") res = ncclAllReduce(in, out, count, ncclFloat, ncclSum, comm, st);
+  else if (name == "all_gather") res = ncclAllGather(in, out, count, ncclFloat, comm, st);
+  else if (name == "broadcast") res = ncclBroadcast(in, out, count, ncclFloat, 0, comm, st);
+  else if (name == "reduce") res = ncclReduce(in, out, count, ncclFloat, ncclSum, 0, comm, st);
+  else if (name == "reduce_scatter")
+    res = ncclReduceScatter(in, out, count, ncclFloat, ncclSum, comm, st);
+  else if (name == "alltoall") res = ncclAlltoAll(in, out, count, ncclFloat, comm, st);
+  else if (name == "sendrecv") {
+    ncclGroupStart();
+    ncclSend(in, count, ncclFloat, peer_next, comm, st);
+    ncclRecv(out, count, ncclFloat, peer_prev, comm, st);
+    res = ncclGroupEnd();
+  }
+  if (res != ncclSuccess) return out_len;
+  if (run_only) return 0;
+  sync(st);
+  std::vector<float> got(out_len);
+  copy_bytes(got.data(), out, out_len * sizeof(float));
+  const float ranks_sum = float(n * (n + 1) / 2);
+  size_t wrong = 0;
+  for (size_t i = 0; i < out_len; ++i) {
+    float want = 0;
+    if (name == "all_reduce") want = ranks_sum * float(i % 13);
+    else if (name == "all_gather") want = float((i / count + 1) * ((i % count) % 13));
+    else if (name == "broadcast") want = float(i % 13);
+    else if (name == "reduce") want = r == 0 ? ranks_sum * float(i % 13) : got[i];
+    else if (name == "reduce_scatter") want = ranks_sum * float((r * count + i) % 13);
+    else if (name == "alltoall") want = float((i / count + 1) * ((r * count + i % count) % 13));
+    else if (name == "sendrecv") want = float((peer_prev + 1) * (i % 13));
+    if (got[i] != want) ++wrong;
+  }
+  return wrong;
+}
+
+void scenario_perf(const Pipe &p, int n, int r, cudaStream_t st) {
+  ncclComm_t comm = init(p, n, r);
+  if (comm == nullptr) return;
+  const char *max_env = getenv("NCCL_API_TEST_MAX_BYTES");
+  const size_t max_bytes = max_env != nullptr ? strtoull(max_env, nullptr, 10) : (1u << 20);
+  const PerfColl colls[] = {{"all_reduce", 2.0 * (n - 1), 1, 1}, {"all_gather", double(n - 1), 0, 1},
+                            {"broadcast", double(n), 1, 1},       {"reduce", double(n), 1, 1},
+                            {"reduce_scatter", double(n - 1), 1, 0}, {"alltoall", double(n - 1), 0, 0},
+                            {"sendrecv", double(n), 1, 1}};
+  float *in = nullptr, *out = nullptr, *stat = nullptr;
+  CHECK_NCCL(ncclMemAlloc(reinterpret_cast<void **>(&in), max_bytes * n + 64));
+  CHECK_NCCL(ncclMemAlloc(reinterpret_cast<void **>(&out), max_bytes * n + 64));
+  CHECK_NCCL(ncclMemAlloc(reinterpret_cast<void **>(&stat), 64));
+  if (r == 0) printf("# %d ranks\n#%15s %12s %12s %10s %10s %8s\n", n, "collective", "bytes",
+                     "time_us", "algbw", "busbw", "#wrong");
+  for (const PerfColl &c : colls) {
+    for (size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
+      // bytes: the larger buffer, as nccl-tests reports it; count: elements per block.
+      const int blocks = std::max(c.in_blocks ? c.in_blocks : n, c.out_blocks ? c.out_blocks : n);
+      const size_t count = std::max<size_t>(1, bytes / sizeof(float) / blocks);
+      float wrong = float(checked_call(c, comm, n, r, count, in, out, st, false));
+      const int iters = bytes <= 65536 ? 50 : 10;
+      sync(st);
+      const double start = now_s();
+      for (int i = 0; i < iters; ++i) checked_call(c, comm, n, r, count, in, out, st, true);
+      sync(st);
+      float stats[2] = {float((now_s() - start) / iters), wrong};
+      copy_bytes(stat, stats, sizeof(stats));
+      CHECK_NCCL(ncclAllReduce(stat, stat, 1, ncclFloat, ncclMax, comm, st));
+      CHECK_NCCL(ncclAllReduce(stat + 1, stat + 1, 1, ncclFloat, ncclSum, comm, st));
+      sync(st);
+      copy_bytes(stats, stat, sizeof(stats));
+      const size_t moved = count * sizeof(float) * blocks;
+      const double algbw = moved / stats[0] / 1e9;
+      if (r == 0) {
+        printf(" %15s %12zu %12.2f %10.3f %10.3f %8.0f\n", c.name, moved, stats[0] * 1e6, algbw,
+               algbw * c.bus_factor_num / n, stats[1]);
+        fflush(stdout);
+      }
+      CHECK(stats[1] == 0, "%s at %zu bytes: %.0f wrong elements", c.name, moved, stats[1]);
+    }
+  }
+  ncclMemFree(in);
+  ncclMemFree(out);
+  ncclMemFree(stat);
+  CHECK_NCCL(ncclCommDestroy(comm));
+}
+
 // The last rank never calls: the others' init fails within the timeout and names it.
 void scenario_missing(const Pipe &p, int n, int r, cudaStream_t) {
   ncclUniqueId id = share_id(p, r, n - 1);
@@ -394,6 +508,7 @@ int run_rank(const std::string &scenario, const Pipe &p, int n, int r) {
   else if (scenario == "shrink") scenario_shrink(p, n, r, st);
   else if (scenario == "errors") scenario_errors(p, n, r, st);
   else if (scenario == "missing") scenario_missing(p, n, r, st);
+  else if (scenario == "perf") scenario_perf(p, n, r, st);
   else return 2;
   return g_failures == 0 ? 0 : 1;
 }

@@ -6,7 +6,7 @@
 # list ("scenario:ranks ...").
 prog=${NCCL_API_TEST:-./nccl_api_test}
 runs=${COHORT_TEST_NCCL_RUNS:-"colls:1 colls:2 colls:3 nonblocking:2 split:4 shrink:3 errors:2 \
-missing:3"}
+missing:3 perf:1 perf:3"}
 if [ -z "${NCCL_API_TEST_REAL_CUDA:-}" ]; then
   LD_LIBRARY_PATH=${FAKE_CUDA_DIR:-../mpi/fake-cuda}:${LD_LIBRARY_PATH:-}
   NCCL_API_TEST_FAKE_HOSTS=1
