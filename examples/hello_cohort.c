@@ -1,7 +1,7 @@
 /* The smallest Cohort program: a team over MPI_COMM_WORLD, one allreduce on host memory, the
  * answer checked.  Plain C99; the README builds it with pkg-config against an installed
  * Cohort, and the install test does too. */
-#include <cohort.h>
+#include <cohort_mpi.h>
 #include <stdio.h>
 
 enum { kCount = 1000 };

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 
 namespace cohort {
 

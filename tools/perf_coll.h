@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string_view>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "coll/schedule.h"
 
 namespace cohort::perf {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "core/clock.h"
 #include "core/gpu_identity.h"
 #include "perf_cuda.h"

@@ -12,22 +12,21 @@ struct DtypeInfo {
   const char *name;
   size_t size;
   bool is_float;
-  MPI_Datatype mpi;  // MPI_DATATYPE_NULL: MPI has no standard one
 };
 
-// Indexed by cohort_dtype_t; the static_assert below catches an enum that grew.  Not constexpr:
-// an MPI handle need not be a constant expression (Open MPI's are addresses).
-const DtypeInfo kDtypes[] = {
-    {COHORT_INT8, "int8", sizeof(int8_t), false, MPI_INT8_T},
-    {COHORT_UINT8, "uint8", sizeof(uint8_t), false, MPI_UINT8_T},
-    {COHORT_INT32, "int32", sizeof(int32_t), false, MPI_INT32_T},
-    {COHORT_UINT32, "uint32", sizeof(uint32_t), false, MPI_UINT32_T},
-    {COHORT_INT64, "int64", sizeof(int64_t), false, MPI_INT64_T},
-    {COHORT_UINT64, "uint64", sizeof(uint64_t), false, MPI_UINT64_T},
-    {COHORT_FLOAT16, "fp16", 2, true, MPI_DATATYPE_NULL},
-    {COHORT_BFLOAT16, "bf16", 2, true, MPI_DATATYPE_NULL},
-    {COHORT_FLOAT32, "fp32", sizeof(float), true, MPI_FLOAT},
-    {COHORT_FLOAT64, "fp64", sizeof(double), true, MPI_DOUBLE},
+// Indexed by cohort_dtype_t; the static_assert below catches an enum that grew.  (Their MPI
+// types: dtype_mpi.cc, in the MPI part of the library.)
+constexpr DtypeInfo kDtypes[] = {
+    {COHORT_INT8, "int8", sizeof(int8_t), false},
+    {COHORT_UINT8, "uint8", sizeof(uint8_t), false},
+    {COHORT_INT32, "int32", sizeof(int32_t), false},
+    {COHORT_UINT32, "uint32", sizeof(uint32_t), false},
+    {COHORT_INT64, "int64", sizeof(int64_t), false},
+    {COHORT_UINT64, "uint64", sizeof(uint64_t), false},
+    {COHORT_FLOAT16, "fp16", 2, true},
+    {COHORT_BFLOAT16, "bf16", 2, true},
+    {COHORT_FLOAT32, "fp32", sizeof(float), true},
+    {COHORT_FLOAT64, "fp64", sizeof(double), true},
 };
 static_assert(std::size(kDtypes) == COHORT_NUM_DTYPES, "every dtype described");
 
@@ -40,11 +39,9 @@ constexpr struct {
 };
 
 // Indexed by cohort_op_t.
-const struct {
+constexpr struct {
   const char *name;
-  MPI_Op mpi;  // MPI_OP_NULL: MPI has none
-} kOps[] = {
-    {"sum", MPI_SUM}, {"prod", MPI_PROD}, {"min", MPI_MIN}, {"max", MPI_MAX}, {"avg", MPI_OP_NULL}};
+} kOps[] = {{"sum"}, {"prod"}, {"min"}, {"max"}, {"avg"}};
 static_assert(std::size(kOps) == COHORT_NUM_OPS, "every op described");
 
 bool valid_dtype(int dtype) { return dtype >= 0 && dtype < COHORT_NUM_DTYPES; }
@@ -117,42 +114,4 @@ Status check_reduction(int dtype, int op) {
   return COHORT_SUCCESS;
 }
 
-Status mpi_datatype(int dtype, MPI_Datatype *out) {
-  Status s = check_dtype(dtype);
-  if (is_error(s)) return s;
-  const DtypeInfo &info = kDtypes[dtype];
-  if (info.mpi == MPI_DATATYPE_NULL) {
-    return failf(COHORT_ERR_NOT_SUPPORTED,
-                 "dtype %s has no standard MPI datatype (move it as MPI_UINT16_T; reduce it "
-                 "widened to MPI_FLOAT)",
-                 info.name);
-  }
-  *out = info.mpi;
-  return COHORT_SUCCESS;
-}
-
-Status mpi_op(int op, MPI_Op *out) {
-  Status s = check_op(op);
-  if (is_error(s)) return s;
-  if (kOps[op].mpi == MPI_OP_NULL) {  // avg
-    return fail(COHORT_ERR_NOT_SUPPORTED, "op avg has no MPI op (reduce with MPI_SUM, divide)");
-  }
-  *out = kOps[op].mpi;
-  return COHORT_SUCCESS;
-}
-
 }  // namespace cohort::coll
-
-extern "C" {
-
-cohort_status_t cohort_dtype_to_mpi(cohort_dtype_t dtype, MPI_Datatype *datatype) {
-  if (datatype == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "datatype (output) is NULL");
-  return cohort::coll::mpi_datatype(dtype, datatype);
-}
-
-cohort_status_t cohort_op_to_mpi(cohort_op_t op, MPI_Op *mpi_op) {
-  if (mpi_op == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "mpi_op (output) is NULL");
-  return cohort::coll::mpi_op(op, mpi_op);
-}
-
-}  // extern "C"

@@ -6,8 +6,6 @@
 #include <optional>
 #include <string_view>
 
-#include <mpi.h>
-
 #include "cohort.h"
 #include "core/status.h"
 
@@ -42,9 +40,5 @@ Status check_op(int op);
 
 // check_dtype, check_op, then COHORT_ERR_NOT_SUPPORTED if op_supported() says no.
 Status check_reduction(int dtype, int op);
-
-// The MPI datatype / op of the same meaning (cohort_dtype_to_mpi, cohort_op_to_mpi).
-Status mpi_datatype(int dtype, MPI_Datatype *out);
-Status mpi_op(int op, MPI_Op *out);
 
 }  // namespace cohort::coll

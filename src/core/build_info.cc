@@ -1,10 +1,10 @@
 #include <hwloc.h>
-#include <mpi.h>
 #include <ucp/api/ucp.h>
 
 #include "cohort.h"
 #include "core/build_info.h"
 #include "core/build_info_text.h"
+#include "core/mpi_hooks.h"
 #include "core/cuda_driver.h"
 #include "core/gpu_identity.h"
 #include "core/status.h"
@@ -31,10 +31,8 @@ std::string cuda_text() {
 }
 
 std::string mpi_text() {
-  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(mpi_version, &len);
-  std::string mpi(mpi_version, len);
+  if (mpi_hooks().library_version == nullptr) return "not loaded (this library has no MPI part)";
+  std::string mpi = mpi_hooks().library_version();
   if (size_t nl = mpi.find_first_of(",\n"); nl != std::string::npos) mpi.resize(nl);
   return mpi;
 }

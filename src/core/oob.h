@@ -30,6 +30,8 @@ class Oob {
   virtual ~Oob() = default;
   virtual int size() const = 0;
   virtual int rank() const = 0;
+  // An MPI communicator (the MPI part of the library's MpiOob).
+  virtual bool is_mpi() const { return false; }
   // Posts an allgather of `len` bytes per rank.  `channel` (0..65535) keeps exchanges that
   // could be in flight at once apart; one channel carries one exchange at a time.
   virtual Status allgather(const void *data, size_t len, int channel,

@@ -19,6 +19,7 @@ class MpiOob final : public Oob {
 
   int size() const override { return size_; }
   int rank() const override { return rank_; }
+  bool is_mpi() const override { return true; }
   MPI_Comm comm() const { return comm_; }
   Status allgather(const void *data, size_t len, int channel,
                    std::unique_ptr<OobRequest> *request) override;

@@ -8,7 +8,7 @@
 #include <array>
 #include <string>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "dispatch.h"
 #include "staging.h"
 

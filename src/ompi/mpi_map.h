@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 
 namespace cohort::ompi {
 

@@ -1,11 +1,11 @@
 // The C API of teams.  Handles are opaque ids looked up in a registry, never dereferenced,
 // so a destroyed or forged handle gets a named error instead of a crash.
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
 #include "core/clock.h"
-#include "core/oob_mpi.h"
 #include "core/oob_user.h"
 #include "core/rendezvous.h"
 #include "team/api_calls.h"
@@ -114,24 +114,6 @@ Status ready_team(cohort_team_t handle, std::shared_ptr<TeamImpl> *team) {
   return is_error(s) ? s : (*team)->check_ready();
 }
 
-Status check_mpi_comm(MPI_Comm comm) {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized) {
-    return fail(COHORT_ERR_INVALID_USAGE, "MPI is not initialised: call MPI_Init first");
-  }
-  if (finalized) return fail(COHORT_ERR_INVALID_USAGE, "MPI is already finalised");
-  if (comm == MPI_COMM_NULL) return fail(COHORT_ERR_INVALID_ARG, "comm is MPI_COMM_NULL");
-  int inter = 0;
-  MPI_Comm_test_inter(comm, &inter);
-  if (inter) {
-    return fail(COHORT_ERR_NOT_SUPPORTED,
-                "comm is an inter-communicator; create teams from intra-communicators");
-  }
-  return COHORT_SUCCESS;
-}
-
 // A C API call that reads a ready team: its outputs checked first (`outputs_given`, else the
 // error `missing`), exceptions kept inside; `read` fills them from the team's info.
 template <typename Read>
@@ -145,12 +127,7 @@ Status read_team(const char *call, cohort_team_t handle, bool outputs_given, con
   });
 }
 
-// Posts the creation of a team over an MPI communicator or the caller's OOB, checked first.
-Status post(MPI_Comm comm, const cohort_team_config_t *config, std::shared_ptr<TeamImpl> *team) {
-  Status s = check_mpi_comm(comm);
-  return is_error(s) ? s : TeamImpl::post_mpi(comm, false, config, team);
-}
-
+// Posts the creation of a team over the caller's OOB, checked first.
 Status post(const cohort_oob_t *oob, const cohort_team_config_t *config,
             std::shared_ptr<TeamImpl> *team) {
   Status s = validate_user_oob(oob);
@@ -170,23 +147,30 @@ Status post(UniqueIdSource source, const cohort_team_config_t *config,
   return TeamImpl::post_socket(*source.id, source.size, source.rank, config, team);
 }
 
-// Team creation through the C API; a blocking one returns the handle only for a team every
-// rank agreed is ready.
+// Team creation through the C API.
 template <typename Source>
 Status create(const char *call, Source source, const cohort_team_config_t *config, bool blocking,
               cohort_team_t *out) {
+  return create_team(
+      call, [&](std::shared_ptr<TeamImpl> *team) { return post(source, config, team); },
+      blocking, out);
+}
+
+}  // namespace
+
+// A blocking creation returns the handle only for a team every rank agreed is ready.
+Status create_team(const char *call, const std::function<Status(std::shared_ptr<TeamImpl> *)> &post,
+                   bool blocking, cohort_team_t *out) {
   return guarded(call, [&]() -> Status {
     if (out == nullptr) return fail(COHORT_ERR_INVALID_ARG, "team (output) is NULL");
     std::shared_ptr<TeamImpl> team;
-    Status s = post(source, config, &team);
+    Status s = post(&team);
     if (!is_error(s) && blocking) s = team->wait();
     if (is_error(s)) return s;
     *out = registry().add(team);
     return COHORT_SUCCESS;
   });
 }
-
-}  // namespace
 
 // A collective through the C API: the team's handle resolved, exceptions kept inside.
 Status run_collective(const char *call, cohort_team_t handle, const CollCall &args) {
@@ -339,16 +323,6 @@ using cohort::Status;
 using cohort::TeamImpl;
 
 extern "C" {
-
-cohort_status_t cohort_team_create_mpi(MPI_Comm comm, const cohort_team_config_t *config,
-                                       cohort_team_t *team) {
-  return cohort::create("cohort_team_create_mpi", comm, config, /*blocking=*/true, team);
-}
-
-cohort_status_t cohort_team_create_mpi_post(MPI_Comm comm, const cohort_team_config_t *config,
-                                            cohort_team_t *team) {
-  return cohort::create("cohort_team_create_mpi_post", comm, config, /*blocking=*/false, team);
-}
 
 cohort_status_t cohort_team_create_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                                        cohort_team_t *team) {

@@ -9,7 +9,6 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/oob_mpi.h"
 #include "team/report.h"
 
 namespace cohort {
@@ -26,19 +25,19 @@ const Creation::PhaseSpec Creation::kPhaseTable[] = {
     {Phase::kReady, &Creation::prepare_ready, &Creation::finish_ready},
 };
 
-Creation::Creation(TeamParts &parts, Status config_status, MPI_Comm comm, bool owns_comm)
+Creation::Creation(TeamParts &parts, Status config_status, const EntryFactory &make_entry)
     : parts_(parts),
       config_status_(config_status),
       exchange_(parts.info, parts.config.init_timeout_s) {
   if (is_error(config_status)) config_error_ = last_error();
   static_assert(std::size(kPhaseTable) == kNumPhases, "a row for every phase");
   phase_start_ns_ = now_ns();
-  if (comm == MPI_COMM_NULL) return;
+  if (!make_entry) return;
   // A rank whose config is bad still checks in, carrying its error, so all fail alike.
   Status local = config_status_;
   std::string detail = config_error_;
   if (!is_error(local) && is_error(local = injected(Phase::kCheckIn))) detail = last_error();
-  entry_ = std::make_unique<MpiEntry>(comm, owns_comm, parts.config.init_timeout_s, local, detail);
+  entry_ = make_entry(parts.config.init_timeout_s, local, detail);
 }
 
 Creation::~Creation() = default;
@@ -56,7 +55,7 @@ Status Creation::progress() {
 
 // One step: the MPI entry, or the current phase's exchange (posted, or polled and finished).
 Status Creation::step() {
-  if (entry_) return enter_mpi();
+  if (entry_) return enter();
   if (phase_index_ == std::size(kPhaseTable)) return COHORT_SUCCESS;
   const PhaseSpec &spec = kPhaseTable[phase_index_];
   // An MPI team's exchanges start after its check-in, on its private communicator; the other
@@ -81,11 +80,11 @@ Status Creation::step() {
 }
 
 // The check-in on the caller's communicator and its duplicate; the first phase is then done.
-Status Creation::enter_mpi() {
+Status Creation::enter() {
   Status s = entry_->progress();
   if (s != COHORT_SUCCESS) return s;
   parts_.info.arrivals = entry_->arrivals();
-  parts_.oob = std::make_unique<MpiOob>(entry_->take_comm());
+  parts_.oob = entry_->take_oob();
   entry_.reset();
   end_phase(Phase::kCheckIn);
   phase_index_ = 1;

@@ -10,14 +10,12 @@
 // over a caller's OOB checks in with the first row's exchange.
 #pragma once
 
-#include <mpi.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "team/exchange.h"
-#include "team/mpi_entry.h"
+#include "team/creation_entry.h"
 #include "team/team_parts.h"
 #include "topo/paths.h"
 #include "topo/topo.h"
@@ -26,9 +24,9 @@ namespace cohort {
 
 class Creation {
  public:
-  // Over `comm` (check-in, then its duplicate), or with mpi_comm null over parts.oob.
+  // Through the entry `make_entry` makes (a team from MPI), or without one over parts.oob.
   // `config_status` is the outcome of resolving the config (its detail in last_error()).
-  Creation(TeamParts &parts, Status config_status, MPI_Comm comm, bool owns_comm);
+  Creation(TeamParts &parts, Status config_status, const EntryFactory &make_entry);
   ~Creation();
 
   // COHORT_SUCCESS when every rank is ready, COHORT_IN_PROGRESS, or the failure every rank
@@ -48,7 +46,7 @@ class Creation {
   static const PhaseSpec kPhaseTable[];
 
   Status step();
-  Status enter_mpi();
+  Status enter();
   Status injected(Phase phase);
   void end_phase(Phase phase);
   const char *part_of(int rank) const { return exchange_.payload_of(rank); }
@@ -85,7 +83,7 @@ class Creation {
   TeamParts &parts_;
   Status config_status_;
   std::string config_error_;
-  std::unique_ptr<MpiEntry> entry_;  // MPI teams, until their private communicator exists
+  std::unique_ptr<CreationEntry> entry_;  // MPI teams, until their private communicator exists
   size_t phase_index_ = 0;           // into kPhaseTable
   uint64_t transitions_ = 0;
   Exchange exchange_;

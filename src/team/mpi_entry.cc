@@ -106,10 +106,10 @@ Status MpiEntry::poll_dup() {
   return COHORT_SUCCESS;
 }
 
-MPI_Comm MpiEntry::take_comm() {
+std::unique_ptr<Oob> MpiEntry::take_oob() {
   MPI_Comm comm = dup_;
   dup_ = MPI_COMM_NULL;
-  return comm;
+  return std::make_unique<MpiOob>(comm);
 }
 
 void MpiEntry::abandon(const std::string &why) {

@@ -11,31 +11,31 @@
 
 #include "team/checkin.h"
 #include "team/config.h"
+#include "team/creation_entry.h"
 
 namespace cohort {
 
-class MpiEntry {
+class MpiEntry final : public CreationEntry {
  public:
   // `local` (with `detail`) is this rank's status: a rank whose config is bad still checks in,
   // carrying its error, so that every rank fails alike.  owns_comm: free `comm` when done.
   MpiEntry(MPI_Comm comm, bool owns_comm, double timeout_s, Status local,
            const std::string &detail);
-  ~MpiEntry();
+  ~MpiEntry() override;
   MpiEntry(const MpiEntry &) = delete;
   MpiEntry &operator=(const MpiEntry &) = delete;
 
   // COHORT_SUCCESS once the private communicator exists (take_comm()), COHORT_IN_PROGRESS, or
   // the failure every rank agreed on.
-  Status progress();
-  MPI_Comm take_comm();
-  // Who checked in (after success): names ranks before peer-info.
-  const std::vector<ArrivalRecord> &arrivals() const { return arrivals_; }
+  Status progress() override;
+  std::unique_ptr<Oob> take_oob() override;  // an MpiOob on the private communicator
+  const std::vector<ArrivalRecord> &arrivals() const override { return arrivals_; }
 
   // The caller walked away (abort, or destroy during creation), saying `why`.  Before this rank
   // confirmed its check-in, every rank is told at once; after, the check-in and the dup finish
   // (here for up to a second, else in the background: lingering.h) and the others are then
   // told on the private communicator.  No peer is left waiting for its timeout.
-  void abandon(const std::string &why);
+  void abandon(const std::string &why) override;
 
  private:
   Status check_in();

@@ -1,10 +1,8 @@
-// A team: the ranks of one MPI communicator (or generic OOB) that run collectives together.
+// A team: the ranks of one MPI communicator (or unique id, or generic OOB) that run collectives together.
 // This class is the team's lifecycle (creating, ready, failed, aborted) over its parts
 // (team_parts.h): creation fills them (creation.h), the collective front end runs on them
 // (coll_front.h).
 #pragma once
-
-#include <mpi.h>
 
 #include <memory>
 #include <mutex>
@@ -12,6 +10,7 @@
 
 #include "cohort.h"
 #include "team/creation.h"
+#include "team/creation_entry.h"
 #include "team/team_parts.h"
 
 namespace cohort {
@@ -19,9 +18,10 @@ namespace cohort {
 // Internal; the public C++ wrapper is cohort::Team in cohort.hpp.
 class TeamImpl {
  public:
-  // Post creation over `comm`; with owns_comm the team frees comm when destroyed.
-  static Status post_mpi(MPI_Comm comm, bool owns_comm, const cohort_team_config_t *config,
-                         std::shared_ptr<TeamImpl> *out);
+  // Post creation through an entry (a team from an MPI communicator: team_mpi.h) as rank
+  // `rank` of `size`.
+  static Status post_entry(EntryFactory make_entry, int size, int rank,
+                           const cohort_team_config_t *config, std::shared_ptr<TeamImpl> *out);
   static Status post_oob(const cohort_oob_t *oob, const cohort_team_config_t *config,
                          std::shared_ptr<TeamImpl> *out);
   // Over the socket OOB of a unique id (cohort_unique_id_create), as ncclCommInitRank.
@@ -35,8 +35,12 @@ class TeamImpl {
   // Drives progress() to the end, yielding the core between polls.
   Status wait();
 
+  // Split is an MPI team's (through mpi_hooks(); other teams: COHORT_ERR_NOT_SUPPORTED).
   Status split(int color, int key, const cohort_team_config_t *config,
                std::shared_ptr<TeamImpl> *child);
+  // The MPI part's split (team_mpi.cc), which split() reaches through mpi_hooks().
+  Status split_mpi(int color, int key, const cohort_team_config_t *config,
+                   std::shared_ptr<TeamImpl> *child);
   // Ends the team now: a creation in flight is abandoned (the others told), collectives in
   // flight here end with COHORT_ERR_ABORTED, and every peer's pending or next collective
   // fails naming this rank.  On a ready team it makes no MPI call, so it is safe from another
@@ -55,7 +59,7 @@ class TeamImpl {
   enum class Stage { kCreating, kReady, kFailed, kAborted };
 
   TeamImpl() = default;
-  void begin(const cohort_team_config_t *config, MPI_Comm comm, bool owns_comm);
+  void begin(const cohort_team_config_t *config, const EntryFactory &make_entry);
   Status ready_locked() const;
   Status finish_failed(Status status);
   void release();

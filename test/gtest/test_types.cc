@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "core/clock.h"
 #include "core/cuda_driver.h"
 

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "cohort.hpp"
 #include "cuda_driver_test.h"
 #include "random_options.h"

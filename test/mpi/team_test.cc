@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "cohort.hpp"
 #include "test_support.h"
 #include "test_values.h"

@@ -14,7 +14,7 @@
 #include <map>
 #include <string>
 
-#include "cohort.h"
+#include "cohort_mpi.h"
 #include "cohort.hpp"
 
 namespace mpi_test {

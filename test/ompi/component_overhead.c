@@ -10,7 +10,7 @@
  * Device buffers come from the CUDA driver (libcuda.so.1, found at run time: no CUDA header is
  * needed to build this); run with coll_cohort_host 1 for host buffers. */
 #define _POSIX_C_SOURCE 200809L
-#include <cohort.h>
+#include <cohort_mpi.h>
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdint.h>
