@@ -18,6 +18,27 @@ ncclResult_t run(const char *name, ncclComm_t comm, Call &&call) {
   return s == COHORT_SUCCESS ? ncclSuccess : from_cohort(s, name);
 }
 
+// A data-movement call: the type mapped (fp8 as bytes), then `call(type)`.
+template <typename Call>
+ncclResult_t moving(const char *name, ncclDataType_t datatype, ncclComm_t comm, Call &&call) {
+  cohort_dtype_t type;
+  ncclResult_t r = cohort_nccl::move_type(datatype, name, &type);
+  if (r != ncclSuccess) return r;
+  return run(name, comm, [&] { return call(type); });
+}
+
+// A reduction: the type and op mapped, then `call(type, op)`.
+template <typename Call>
+ncclResult_t reducing(const char *name, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                      Call &&call) {
+  cohort_dtype_t type;
+  cohort_op_t cop;
+  ncclResult_t r = cohort_nccl::reduce_type(datatype, name, &type);
+  if (r == ncclSuccess) r = cohort_nccl::reduce_op(op, name, &cop);
+  if (r != ncclSuccess) return r;
+  return run(name, comm, [&] { return call(type, cop); });
+}
+
 size_t type_bytes(cohort_dtype_t type) {
   switch (type) {
     case COHORT_INT8:
@@ -70,61 +91,39 @@ extern "C" {
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  cohort_dtype_t type;
-  cohort_op_t cop;
-  ncclResult_t r = cohort_nccl::reduce_type(datatype, "ncclAllReduce", &type);
-  if (r == ncclSuccess) r = cohort_nccl::reduce_op(op, "ncclAllReduce", &cop);
-  if (r != ncclSuccess) return r;
-  return run("ncclAllReduce", comm, [&] {
-    return cohort_allreduce_stream(comm->team, sendbuff, recvbuff, count, type, cop, stream);
+  return reducing("ncclAllReduce", datatype, op, comm, [&](cohort_dtype_t t, cohort_op_t o) {
+    return cohort_allreduce_stream(comm->team, sendbuff, recvbuff, count, t, o, stream);
   });
 }
 
 ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream) {
-  cohort_dtype_t type;
-  cohort_op_t cop;
-  ncclResult_t r = cohort_nccl::reduce_type(datatype, "ncclReduce", &type);
-  if (r == ncclSuccess) r = cohort_nccl::reduce_op(op, "ncclReduce", &cop);
-  if (r != ncclSuccess) return r;
-  return run("ncclReduce", comm, [&] {
-    return cohort_reduce_stream(comm->team, sendbuff, recvbuff, count, type, cop, root, stream);
+  return reducing("ncclReduce", datatype, op, comm, [&](cohort_dtype_t t, cohort_op_t o) {
+    return cohort_reduce_stream(comm->team, sendbuff, recvbuff, count, t, o, root, stream);
   });
 }
 
 ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  cohort_dtype_t type;
-  cohort_op_t cop;
-  ncclResult_t r = cohort_nccl::reduce_type(datatype, "ncclReduceScatter", &type);
-  if (r == ncclSuccess) r = cohort_nccl::reduce_op(op, "ncclReduceScatter", &cop);
-  if (r != ncclSuccess) return r;
-  return run("ncclReduceScatter", comm, [&] {
-    return cohort_reduce_scatter_stream(comm->team, sendbuff, recvbuff, recvcount, type, cop,
-                                        stream);
+  return reducing("ncclReduceScatter", datatype, op, comm, [&](cohort_dtype_t t, cohort_op_t o) {
+    return cohort_reduce_scatter_stream(comm->team, sendbuff, recvbuff, recvcount, t, o, stream);
   });
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  cohort_dtype_t type;
-  ncclResult_t r = cohort_nccl::move_type(datatype, "ncclAllGather", &type);
-  if (r != ncclSuccess) return r;
-  return run("ncclAllGather", comm, [&] {
-    return cohort_allgather_stream(comm->team, sendbuff, recvbuff, sendcount, type, stream);
+  return moving("ncclAllGather", datatype, comm, [&](cohort_dtype_t t) {
+    return cohort_allgather_stream(comm->team, sendbuff, recvbuff, sendcount, t, stream);
   });
 }
 
 ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  cohort_dtype_t type;
-  ncclResult_t r = cohort_nccl::move_type(datatype, "ncclBroadcast", &type);
-  if (r != ncclSuccess) return r;
-  return run("ncclBroadcast", comm, [&] {
-    return cohort_broadcast_stream(comm->team, sendbuff, recvbuff, count, type, root, stream);
+  return moving("ncclBroadcast", datatype, comm, [&](cohort_dtype_t t) {
+    return cohort_broadcast_stream(comm->team, sendbuff, recvbuff, count, t, root, stream);
   });
 }
 
@@ -135,11 +134,8 @@ ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int ro
 
 ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  cohort_dtype_t type;
-  ncclResult_t r = cohort_nccl::move_type(datatype, "ncclAlltoAll", &type);
-  if (r != ncclSuccess) return r;
-  return run("ncclAlltoAll", comm, [&] {
-    return cohort_alltoall_stream(comm->team, sendbuff, recvbuff, count, type, stream);
+  return moving("ncclAlltoAll", datatype, comm, [&](cohort_dtype_t t) {
+    return cohort_alltoall_stream(comm->team, sendbuff, recvbuff, count, t, stream);
   });
 }
 
@@ -156,21 +152,15 @@ ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
 
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  cohort_dtype_t type;
-  ncclResult_t r = cohort_nccl::move_type(datatype, "ncclSend", &type);
-  if (r != ncclSuccess) return r;
-  return run("ncclSend", comm, [&] {
-    return cohort_send_stream(comm->team, sendbuff, count, type, peer, stream);
+  return moving("ncclSend", datatype, comm, [&](cohort_dtype_t t) {
+    return cohort_send_stream(comm->team, sendbuff, count, t, peer, stream);
   });
 }
 
 ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  cohort_dtype_t type;
-  ncclResult_t r = cohort_nccl::move_type(datatype, "ncclRecv", &type);
-  if (r != ncclSuccess) return r;
-  return run("ncclRecv", comm, [&] {
-    return cohort_recv_stream(comm->team, recvbuff, count, type, peer, stream);
+  return moving("ncclRecv", datatype, comm, [&](cohort_dtype_t t) {
+    return cohort_recv_stream(comm->team, recvbuff, count, t, peer, stream);
   });
 }
 

@@ -144,6 +144,16 @@ ncclResult_t end_comm(ncclComm_t comm, const char *call, bool abort) {
   return s == COHORT_SUCCESS ? ncclSuccess : from_cohort(s, call);
 }
 
+// A query: the communicator checked (and ready, where the answer needs its creation ended).
+ncclResult_t read_comm(const char *call, ncclComm_t comm, int *out, int ncclComm::*field,
+                       bool need_ready) {
+  ncclResult_t r = need_ready ? cohort_nccl::ready_comm(comm, call) : check_comm(comm, call);
+  if (r != ncclSuccess) return r;
+  if (out == nullptr) return fail(ncclInvalidArgument, std::string(call) + ": output is NULL");
+  *out = comm->*field;
+  return ncclSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -257,27 +267,16 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
-  ncclResult_t r = check_comm(comm, "ncclCommCount");
-  if (r != ncclSuccess) return r;
-  if (count == nullptr) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL");
-  *count = comm->size;
-  return ncclSuccess;
+  return read_comm("ncclCommCount", comm, count, &ncclComm::size, false);
 }
 
+// The device a creation bound is known once it ended.
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
-  ncclResult_t r = cohort_nccl::ready_comm(comm, "ncclCommCuDevice");
-  if (r != ncclSuccess) return r;
-  if (device == nullptr) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
-  *device = comm->device;
-  return ncclSuccess;
+  return read_comm("ncclCommCuDevice", comm, device, &ncclComm::device, true);
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
-  ncclResult_t r = check_comm(comm, "ncclCommUserRank");
-  if (r != ncclSuccess) return r;
-  if (rank == nullptr) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
-  *rank = comm->rank;
-  return ncclSuccess;
+  return read_comm("ncclCommUserRank", comm, rank, &ncclComm::rank, false);
 }
 
 }  // extern "C"
