@@ -103,7 +103,7 @@ def check_dtype(torch, dist, rank, size, dtype, checks):
     dist.all_gather_into_tensor(whole, on(k + rank))
     checks.expect("all_gather_into_tensor %s" % name,
                   same(whole, torch.cat([k + r for r in range(size)])))
-    src = on(torch.cat([k + r + p for p in range(size)]))
+    src = on(torch.cat([k + rank + p for p in range(size)]))  # block p goes to rank p
     out = torch.empty(n, dtype=dtype, device=dev)
     dist.reduce_scatter_tensor(out, src)
     checks.expect("reduce_scatter_tensor %s" % name,
@@ -248,14 +248,18 @@ def mode_memory(torch, dist, rank):
     x = torch.ones(1 << 20, device=device)  # the context and PyTorch's own pool first
     torch.cuda.synchronize()
     free_before, total = torch.cuda.mem_get_info(device)
-    dist.init_process_group("nccl", device_id=device)
+    dist.init_process_group("nccl", device_id=device)  # eager: the communicator is made here
+    torch.cuda.synchronize()
+    free_init, _ = torch.cuda.mem_get_info(device)
     dist.all_reduce(x)
     torch.cuda.synchronize()
     free_after, _ = torch.cuda.mem_get_info(device)
     if rank == 0:
         print("# libnccl loaded: %s" % loaded_nccl())
-        print("device memory taken by the process group: %.1f MiB"
-              % ((free_before - free_after) / 2**20))
+        print("device memory taken by the process group: %.1f MiB (%.1f by its creation, "
+              "%.1f more by the first all_reduce)"
+              % ((free_before - free_after) / 2**20, (free_before - free_init) / 2**20,
+                 (free_init - free_after) / 2**20))
     dist.destroy_process_group()
     return True
 

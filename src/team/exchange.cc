@@ -17,7 +17,8 @@ struct MissingText {
 };
 
 MissingText missing_text(const char *step) {
-  if (strcmp(step, "arrive") == 0) {
+  // A team over a unique id or a caller's OOB checks in with its first exchange.
+  if (strcmp(step, "arrive") == 0 || strcmp(step, "check-in") == 0) {
     return {"never arrived", "Did every rank call team creation?"};
   }
   return {"did not reach this phase", "They are stuck or failed in the previous phase, or exited."};
