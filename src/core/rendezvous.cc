@@ -149,8 +149,15 @@ void greet_locked(Listener &l) {
     std::string why;
     Frame frame;
     bool settled = false;
+    FrameHeader header;
     if (!g.conn->receive(&why)) {
       drop(g, why + " before it said which id it is for");
+      settled = true;
+    } else if (g.conn->peek_header(&header) && header.magic == kFrameMagic &&
+               (header.type != static_cast<uint16_t>(FrameType::kHello) ||
+                header.len != sizeof(HelloBody))) {
+      // Nothing but a hello is read from a stranger: no large body is ever buffered for one.
+      drop(g, "its first frame is not a hello");
       settled = true;
     } else if (g.conn->next_frame(&frame, &why)) {
       settled = settle(l, g, frame);

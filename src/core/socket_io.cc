@@ -121,6 +121,12 @@ bool Conn::next_frame(Frame *out, std::string *bad) {
   return true;
 }
 
+bool Conn::peek_header(FrameHeader *out) const {
+  if (in_.size() < sizeof(FrameHeader)) return false;
+  std::memcpy(out, in_.data(), sizeof(*out));
+  return true;
+}
+
 void Conn::queue(FrameType type, uint16_t channel, int32_t from, uint32_t seq, const void *body,
                  size_t len) {
   if (out_offset_ == out_.size()) {

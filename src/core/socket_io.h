@@ -67,6 +67,8 @@ class Conn {
   // Takes the next complete frame.  false when none is complete; *bad is set (and the
   // connection should be dropped) when the bytes are not Cohort frames.
   bool next_frame(Frame *out, std::string *bad);
+  // The next frame's header, once all of it came (false before).
+  bool peek_header(FrameHeader *out) const;
   void queue(FrameType type, uint16_t channel, int32_t from, uint32_t seq, const void *body,
              size_t len);
   // Writes what the socket takes.  false on an error, with *why.

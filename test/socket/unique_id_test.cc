@@ -205,6 +205,10 @@ void scenario_intruders(const IdPipe &p, int size, int rank) {
     int silent = raw_connect(id);
     const char junk[] = "GET / HTTP/1.0\r\n\r\nand then some bytes that are not a frame";
     if (garbage >= 0) CHECK(write(garbage, junk, sizeof(junk)) > 0, "write garbage");
+    // A frame header that announces a hello of 512 MiB, then nothing: refused at its header.
+    int huge = raw_connect(id);
+    const uint32_t header[6] = {0x43484652u, 1, 0, 0, 0u, 1u << 29};  // magic, hello, .., len
+    if (huge >= 0) CHECK(write(huge, header, sizeof(header)) > 0, "write a huge header");
     cohort_unique_id_t forged = id;
     forged.internal[40] ^= 0x5a;  // a byte of the secret (bytes 32-47, core/rendezvous.h)
     cohort_team_config_t config = config_with_timeout(20);
@@ -218,6 +222,7 @@ void scenario_intruders(const IdPipe &p, int size, int rank) {
     sleep(1);
     if (garbage >= 0) close(garbage);
     if (silent >= 0) close(silent);
+    if (huge >= 0) close(huge);
     return;
   }
   if (rank == 1) usleep(300000);  // the intruders come first
