@@ -20,6 +20,9 @@ constexpr int64_t kRetryMaxNs = 1'000'000'000;
 constexpr int kRefusalsMeanGone = 4;                // connects refused in a row (~0.75 s)
 constexpr int64_t kFlushAtExitNs = 1'000'000'000;  // a closing OOB's last frames get this long
 
+// An error frame carries the server's status in its sequence word, so every rank fails alike.
+uint32_t error_word(Status s) { return static_cast<uint32_t>(static_cast<int32_t>(s)); }
+
 uint64_t key_of(int channel, uint32_t seq) { return (uint64_t{uint16_t(channel)} << 32) | seq; }
 
 struct Notice {
@@ -188,7 +191,7 @@ void SocketState::server_accept() {
                         std::to_string(rank) + " (the id's creator) one of " +
                         std::to_string(size);
       server_fail_all(COHORT_ERR_INVALID_USAGE, why);
-      a.conn->queue(FrameType::kError, 0, rank, 0, why.data(), why.size());
+      a.conn->queue(FrameType::kError, 0, rank, error_word(fatal), why.data(), why.size());
       std::string ignored;
       a.conn->flush(&ignored);
       continue;
@@ -205,7 +208,7 @@ void SocketState::server_accept() {
               "), outside 0.." + std::to_string(size - 1);
       }
       server_fail_all(COHORT_ERR_INVALID_USAGE, why);
-      a.conn->queue(FrameType::kError, 0, rank, 0, why.data(), why.size());
+      a.conn->queue(FrameType::kError, 0, rank, error_word(fatal), why.data(), why.size());
       std::string ignored;
       a.conn->flush(&ignored);
       continue;
@@ -214,7 +217,8 @@ void SocketState::server_accept() {
     members[h.rank] = std::move(a.conn);
     members[h.rank]->queue(FrameType::kWelcome, 0, rank, 0, nullptr, 0);
     if (is_error(fatal)) {
-      members[h.rank]->queue(FrameType::kError, 0, rank, 0, fatal_why.data(), fatal_why.size());
+      members[h.rank]->queue(FrameType::kError, 0, rank, error_word(fatal), fatal_why.data(),
+                             fatal_why.size());
     }
     if (++connected == size - 1) unique_id_release(id.token);  // every member is here
   }
@@ -276,7 +280,7 @@ Gather &SocketState::gather(uint64_t key) {
 void SocketState::server_fail_all(Status s, const std::string &why) {
   set_fatal(s, why);
   for (auto &m : members) {
-    if (m) m->queue(FrameType::kError, 0, rank, 0, why.data(), why.size());
+    if (m) m->queue(FrameType::kError, 0, rank, error_word(s), why.data(), why.size());
   }
 }
 
@@ -409,8 +413,10 @@ void SocketState::member_frame(const Frame &f) {
     case FrameType::kResult: results[key] = f.body; break;
     case FrameType::kStatus: arrived[key] = f.body; break;
     case FrameType::kNotice: notices[f.header.channel].push_back(Notice{f.header.from, f.body}); break;
-    case FrameType::kError:
-      set_fatal(COHORT_ERR_INVALID_USAGE,
+    case FrameType::kError:  // the server's status rides in the sequence word
+      set_fatal(is_error(static_cast<Status>(static_cast<int32_t>(f.header.seq)))
+                    ? static_cast<Status>(static_cast<int32_t>(f.header.seq))
+                    : COHORT_ERR_INTERNAL,
                 describe_server() + " ended the team's creation: " +
                     std::string(f.body.begin(), f.body.end()));
       break;
