@@ -136,6 +136,7 @@ class CollFront {
   Status capture_staged(const CollCall &call, const StagedPlan &plan, void *stream);
   Status build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const;
   // `streams`: the group's, in order of first use; none for a blocking group.
+  Status copy_self_group(const std::vector<P2POp> &ops, void *stream);
   Status post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
                          std::shared_ptr<CollRequest> *out);
   Status enqueue_p2p_copies(const std::vector<P2POp> &ops, const std::vector<P2POp> &staged,

@@ -10,7 +10,8 @@
 // memory, so a group is one piece whatever its size: pieces cut from a group would need the peers
 // to cut their groups alike, which groups of different shapes on two ranks (legal: messages match
 // per peer) do not.  A group on one stream captured into a CUDA graph queues its request at
-// each replay, like a captured collective (staged_replay.h).
+// each replay, like a captured collective (staged_replay.h).  A group on one stream whose every
+// operation is to self is only copies on the stream (copy_self_group).
 #include <algorithm>
 
 #include "coll/dtype.h"
@@ -38,12 +39,36 @@ size_t layout(const std::vector<P2POp> &ops, std::vector<size_t> *offsets) {
   return bytes;
 }
 
+bool all_to_self(const std::vector<P2POp> &ops, int rank) {
+  return std::all_of(ops.begin(), ops.end(), [&](const P2POp &op) { return op.peer == rank; });
+}
+
 }  // namespace
+
+// A stream-ordered group whose every operation is this rank's own (nccl-tests' sendrecv at one
+// rank, a self block): each receive is a copy from its send on the stream, no host memory.
+Status CollFront::copy_self_group(const std::vector<P2POp> &ops, void *stream) {
+  CollRequest probe;  // the same checks, and words, as any group's
+  Status s = build_p2p(ops, &probe);
+  std::vector<const P2POp *> sends;
+  size_t matched = 0;
+  for (const P2POp &op : ops) {
+    if (is_error(s)) break;
+    if (op.send) {
+      sends.push_back(&op);
+      continue;
+    }
+    s = cuda::copy_async(op.buf, sends[matched++]->buf, op_bytes(op), stream,
+                         "copying a send to self into its receive");
+  }
+  return s;
+}
 
 Status CollFront::post_p2p_staged(const std::vector<P2POp> &ops, const std::vector<void *> &streams,
                                   std::shared_ptr<CollRequest> *out) {
   const bool blocking = streams.empty();
   void *stream = blocking ? nullptr : streams.front();
+  if (streams.size() == 1 && all_to_self(ops, info_.rank)) return copy_self_group(ops, stream);
   const std::vector<void *> others(streams.begin() + (blocking ? 0 : 1), streams.end());
   bool capturing = false;  // a group on several streams is refused in a capture
   Status s = stage_on("send/recv group", &stream, blocking, others.empty() ? &capturing : nullptr);
