@@ -3,7 +3,7 @@
 //
 // The values are those of cohort.h's cohort_dtype_t and cohort_op_t, so host code converts
 // with a cast (test/gpu/kernel_test.cc checks every value).  The kernels do not include
-// cohort.h itself: it includes <mpi.h>, and this folder builds with its own include path alone.
+// cohort.h itself: this folder builds with its own include path alone.
 #pragma once
 
 #include <cstddef>
