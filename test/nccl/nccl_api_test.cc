@@ -8,7 +8,6 @@
 //                                        NCCL_API_TEST_MAX_BYTES, algbw, busbw, #wrong)
 // Exit status 0: every rank saw what the scenario expects; 77: no CUDA driver (skip).
 #include <dlfcn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,22 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "forked_ranks.h"
 #include "nccl.h"
 
 namespace {
 
-int g_failures = 0;
-int g_rank = -1;
-
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      ++g_failures;                                                          \
-      fprintf(stderr, "[rank %d] CHECK FAILED line %d: ", g_rank, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                          \
-      fprintf(stderr, "\n");                                                 \
-    }                                                                        \
-  } while (0)
 #define CHECK_NCCL(call)                                                                  \
   do {                                                                                    \
     ncclResult_t r_ = (call);                                                             \
@@ -72,34 +60,15 @@ struct Driver {
   }
 } g_cuda;
 
-struct Pipe {
-  int fds[2];
-};
-
-void send_id(const Pipe &p, const ncclUniqueId &id, int copies) {
-  for (int i = 0; i < copies; ++i) {
-    if (write(p.fds[1], &id, sizeof(id)) != sizeof(id)) _exit(90);
-  }
-}
-
-ncclUniqueId receive_id(const Pipe &p) {
-  ncclUniqueId id;
-  size_t got = 0;
-  while (got < sizeof(id)) {
-    ssize_t n = read(p.fds[0], id.internal + got, sizeof(id) - got);
-    if (n <= 0) _exit(91);
-    got += static_cast<size_t>(n);
-  }
-  return id;
-}
+using Pipe = forked::IdPipe;
 
 ncclUniqueId share_id(const Pipe &p, int rank, int readers) {
   ncclUniqueId id;
   if (rank == 0) {
     CHECK_NCCL(ncclGetUniqueId(&id));
-    send_id(p, id, readers);
+    forked::send_id(p, id, readers);
   } else {
-    id = receive_id(p);
+    id = forked::receive_id<ncclUniqueId>(p);
   }
   return id;
 }
@@ -494,7 +463,7 @@ void scenario_missing(const Pipe &p, int n, int r, cudaStream_t) {
 }
 
 int run_rank(const std::string &scenario, const Pipe &p, int n, int r) {
-  g_rank = r;
+  forked::g_rank = r;
   if (getenv("NCCL_API_TEST_FAKE_HOSTS") != nullptr) {
     setenv("COHORT_HOST_ID", ("h" + std::to_string(r)).c_str(), 1);
   }
@@ -510,7 +479,7 @@ int run_rank(const std::string &scenario, const Pipe &p, int n, int r) {
   else if (scenario == "missing") scenario_missing(p, n, r, st);
   else if (scenario == "perf") scenario_perf(p, n, r, st);
   else return 2;
-  return g_failures == 0 ? 0 : 1;
+  return forked::g_failures == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -524,31 +493,6 @@ int main(int argc, char **argv) {
   const int n = atoi(argv[2]);
   Pipe p;
   if (pipe(p.fds) != 0) return 2;
-  std::vector<pid_t> children;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      alarm(150);
-      _exit(run_rank(scenario, p, n, r));
-    }
-    children.push_back(pid);
-  }
-  int failed = 0, skipped = 0;
-  for (size_t r = 0; r < children.size(); ++r) {
-    int status = 0;
-    waitpid(children[r], &status, 0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
-      ++skipped;
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "rank %zu: %s %d\n", r, WIFEXITED(status) ? "exit status" : "signal",
-              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-      ++failed;
-    }
-  }
-  if (skipped == n) {
-    printf("%s, %d ranks: skipped (no CUDA driver or device)\n", scenario.c_str(), n);
-    return 77;
-  }
-  printf("%s, %d ranks: %s\n", scenario.c_str(), n, failed == 0 && skipped == 0 ? "ok" : "FAILED");
-  return failed == 0 && skipped == 0 ? 0 : 1;
+  return forked::run_forked(scenario + ", " + std::to_string(n) + " ranks", n, 150,
+                            [&](int r) { return run_rank(scenario, p, n, r); });
 }

@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,43 +19,16 @@
 #include <vector>
 
 #include "cohort.h"
+#include "forked_ranks.h"
 
 namespace {
 
-int g_failures = 0;
-int g_rank = -1;
+using forked::IdPipe;
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      ++g_failures;                                                          \
-      fprintf(stderr, "[rank %d] CHECK FAILED line %d: ", g_rank, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                          \
-      fprintf(stderr, "\n");                                                 \
-    }                                                                        \
-  } while (0)
-
-// The id travels from its creator to the others through one pipe (writes of 128 bytes are
-// atomic), as any launcher's channel would carry it.
-struct IdPipe {
-  int fds[2];
-};
-
-void send_id(const IdPipe &p, const cohort_unique_id_t &id, int copies) {
-  for (int i = 0; i < copies; ++i) {
-    if (write(p.fds[1], &id, sizeof(id)) != sizeof(id)) _exit(90);
-  }
-}
+using forked::send_id;
 
 cohort_unique_id_t receive_id(const IdPipe &p) {
-  cohort_unique_id_t id;
-  size_t got = 0;
-  while (got < sizeof(id)) {
-    ssize_t n = read(p.fds[0], id.internal + got, sizeof(id) - got);
-    if (n <= 0) _exit(91);
-    got += static_cast<size_t>(n);
-  }
-  return id;
+  return forked::receive_id<cohort_unique_id_t>(p);
 }
 
 cohort_team_config_t config_with_timeout(double seconds) {
@@ -326,7 +298,7 @@ void scenario_bad_args(int rank) {
 }
 
 int run_rank(const std::string &scenario, const IdPipe &p, const IdPipe &p2, int size, int rank) {
-  g_rank = rank;
+  forked::g_rank = rank;
   if (scenario == "basic") scenario_basic(p, p2, size, rank);
   else if (scenario == "missing") scenario_missing(p, size, rank);
   else if (scenario == "missing-creator") scenario_missing_creator(p, size, rank);
@@ -339,7 +311,7 @@ int run_rank(const std::string &scenario, const IdPipe &p, const IdPipe &p2, int
     fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
     return 2;
   }
-  return g_failures == 0 ? 0 : 1;
+  return forked::g_failures == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -355,25 +327,6 @@ int main(int argc, char **argv) {
   const int processes = size + (scenario == "intruders" ? 1 : 0);
   IdPipe p, p2;
   if (pipe(p.fds) != 0 || pipe(p2.fds) != 0) return 2;
-  std::vector<pid_t> children;
-  for (int r = 0; r < processes; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      alarm(120);  // nothing hangs: a stuck rank dies and the run fails
-      _exit(run_rank(scenario, p, p2, size, r));
-    }
-    children.push_back(pid);
-  }
-  int failed = 0;
-  for (size_t r = 0; r < children.size(); ++r) {
-    int status = 0;
-    waitpid(children[r], &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      fprintf(stderr, "rank %zu: %s %d\n", r, WIFEXITED(status) ? "exit status" : "killed by signal",
-              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-      ++failed;
-    }
-  }
-  printf("%s, %d ranks: %s\n", scenario.c_str(), size, failed == 0 ? "ok" : "FAILED");
-  return failed == 0 ? 0 : 1;
+  return forked::run_forked(scenario + ", " + std::to_string(size) + " ranks", processes, 120,
+                            [&](int r) { return run_rank(scenario, p, p2, size, r); });
 }
