@@ -20,7 +20,8 @@ Modes:
   missing  the last rank joins the store but never creates its communicator; the others'
            eager init (device_id=) must fail within COHORT_INIT_TIMEOUT, naming it.
   memory   device memory the process group takes: cudaMemGetInfo before init_process_group
-           and after the first all_reduce.
+           and after the first all_reduce (the issue's measure), then what each further kind
+           of call adds.
 Exit 1 when a check fails.
 """
 import argparse
@@ -246,22 +247,40 @@ def mode_missing(torch, dist, rank, size):
 def mode_memory(torch, dist, rank):
     device = torch.device("cuda", 0)
     x = torch.ones(1 << 20, device=device)  # the context and PyTorch's own pool first
+    y = torch.ones(1 << 20, device=device, dtype=torch.bfloat16)
+    gathered = torch.empty(dist_size() << 20, device=device)
     torch.cuda.synchronize()
     free_before, total = torch.cuda.mem_get_info(device)
-    dist.init_process_group("nccl", device_id=device)  # eager: the communicator is made here
-    torch.cuda.synchronize()
-    free_init, _ = torch.cuda.mem_get_info(device)
-    dist.all_reduce(x)
-    torch.cuda.synchronize()
-    free_after, _ = torch.cuda.mem_get_info(device)
+    steps = [("creation", lambda: dist.init_process_group("nccl", device_id=device)),
+             ("all_reduce fp32", lambda: dist.all_reduce(x)),
+             ("all_reduce bf16", lambda: dist.all_reduce(y)),
+             ("broadcast", lambda: dist.broadcast(x, 0)),
+             ("all_gather", lambda: dist.all_gather_into_tensor(gathered, x)),
+             ("barrier", lambda: dist.barrier())]
+    taken, first_all_reduce = [], None
+    last = free_before
+    for name, call in steps:
+        call()
+        torch.cuda.synchronize()
+        free, _ = torch.cuda.mem_get_info(device)
+        taken.append("%s %.1f" % (name, (last - free) / 2**20))
+        last = free
+        if name == "all_reduce fp32":
+            first_all_reduce = free
     if rank == 0:
         print("# libnccl loaded: %s" % loaded_nccl())
         print("device memory taken by the process group: %.1f MiB (%.1f by its creation, "
               "%.1f more by the first all_reduce)"
-              % ((free_before - free_after) / 2**20, (free_before - free_init) / 2**20,
-                 (free_init - free_after) / 2**20))
+              % ((free_before - first_all_reduce) / 2**20, float(taken[0].split()[-1]),
+                 float(taken[1].split()[-1])))
+        print("MiB taken by each step: %s; %.1f in all" % ("; ".join(taken),
+                                                       (free_before - last) / 2**20))
     dist.destroy_process_group()
     return True
+
+
+def dist_size():
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 def main():

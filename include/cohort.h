@@ -479,15 +479,18 @@ COHORT_API cohort_status_t cohort_request_free(cohort_request_t request);
  * blocking calls plus `stream` (a cudaStream_t; NULL: CUDA's default stream).  Each checks its
  * arguments, enqueues a kernel and returns: no host synchronisation, allocation or callback,
  * so a CUDA graph may capture the calls and replay them.  Every local rank enqueues the same
- * calls in the same order.  Both buffers must be device memory of the team's GPU
- * (COHORT_ERR_INVALID_ARG otherwise); the blocking calls above take device memory too (they
- * run on the team's own stream and wait for it).  A kernel that waits for a peer longer than
+ * calls in the same order.  Every buffer the rank uses must be device memory of the team's
+ * GPU: host memory of any kind (pageable, pinned, managed), alone or beside device memory, or
+ * device memory of another GPU, is COHORT_ERR_INVALID_ARG naming the buffer.  The blocking
+ * calls above take device memory too (they run on the team's own stream and wait for it); there
+ * device memory beside host memory is COHORT_ERR_NOT_SUPPORTED, another GPU's
+ * COHORT_ERR_INVALID_ARG.  A kernel that waits for a peer longer than
  * COHORT_COLL_TIMEOUT, or whose team was aborted (cohort_team_abort on any rank), ends; the
  * next call on the team returns COHORT_ERR_TIMEOUT / COHORT_ERR_ABORTED naming the call and
  * the peer.  A team that spans hosts (or whose GPUs on one host lack peer access) runs them
  * through page-locked host memory: the stream copies each piece of the buffers out and back,
  * and Cohort's progress thread carries it over the host path in between (no host thread of
- * the caller's waits; capturing such a call into a CUDA graph is refused so far). */
+ * the caller's waits; a CUDA graph may capture such calls too). */
 COHORT_API cohort_status_t cohort_allreduce_stream(cohort_team_t team, const void *sendbuf,
                                                    void *recvbuf, size_t count,
                                                    cohort_dtype_t dtype, cohort_op_t op,
@@ -552,8 +555,9 @@ COHORT_API cohort_status_t cohort_mem_deregister(cohort_team_t team, cohort_mem_
  * On device memory, send/recv runs through page-locked host memory, within a host and across
  * hosts: the sends' bytes are copied into it, the group runs over the host path, the bytes
  * received are copied back; a group is staged whole (host memory of its total size, kept for
- * the team's later calls).  Capturing such a group into a CUDA graph returns
- * COHORT_ERR_NOT_SUPPORTED. */
+ * the team's later calls).  A group on one stream may be captured into a CUDA graph; one on
+ * several streams is refused in a capture (COHORT_ERR_NOT_SUPPORTED).  The stream-ordered
+ * operations take device memory of the team's GPU (COHORT_ERR_INVALID_ARG otherwise). */
 COHORT_API cohort_status_t cohort_send(cohort_team_t team, const void *buf, size_t count,
                                        cohort_dtype_t dtype, int peer);
 COHORT_API cohort_status_t cohort_recv(cohort_team_t team, void *buf, size_t count,

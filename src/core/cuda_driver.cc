@@ -17,10 +17,11 @@ namespace {
 using CuResult = int;
 using CuPointerAttribute = int;
 constexpr CuResult kCudaSuccess = 0;
-constexpr CuPointerAttribute kAttrMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
-constexpr CuPointerAttribute kAttrIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
-constexpr unsigned kMemoryTypeHost = 1;            // CU_MEMORYTYPE_HOST
-constexpr unsigned kMemoryTypeDevice = 2;          // CU_MEMORYTYPE_DEVICE
+constexpr CuPointerAttribute kAttrMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr CuPointerAttribute kAttrIsManaged = 8;      // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr CuPointerAttribute kAttrDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+constexpr unsigned kMemoryTypeHost = 1;               // CU_MEMORYTYPE_HOST
+constexpr unsigned kMemoryTypeDevice = 2;             // CU_MEMORYTYPE_DEVICE
 
 using CuInit = CuResult (*)(unsigned);
 using CuDeviceGetCount = CuResult (*)(int *);
@@ -38,20 +39,23 @@ class CudaDriver final : public MemoryKindDetector {
  public:
   CudaDriver(CuPointerGetAttributes get, CuCtxGetCurrent current) : get_(get), current_(current) {}
 
-  // One query for both attributes.  Memory the driver does not know (pageable host memory)
-  // reads as type 0 with success, not as an error (cuPointerGetAttribute's error there is what
-  // compute-sanitizer reports as an API error on every host-buffer call): host.
-  cohort_memory_kind_t kind_of(const void *buffer) override {
-    if (buffer == nullptr || !thread_has_context()) return COHORT_MEMORY_HOST;
+  cohort_memory_kind_t kind_of(const void *buffer) override { return place_of(buffer).kind; }
+
+  // One query for the three attributes.  Memory the driver does not know (pageable host
+  // memory) reads as type 0 with success, not as an error (cuPointerGetAttribute's error there
+  // is what compute-sanitizer reports as an API error on every host-buffer call): host.
+  BufferPlace place_of(const void *buffer) override {
+    if (buffer == nullptr || !thread_has_context()) return {};
     unsigned type = 0, managed = 0;
-    CuPointerAttribute attributes[] = {kAttrMemoryType, kAttrIsManaged};
-    void *values[] = {&type, &managed};
-    if (get_(2, attributes, values, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
-      return COHORT_MEMORY_HOST;
+    int device = -1;
+    CuPointerAttribute attributes[] = {kAttrMemoryType, kAttrIsManaged, kAttrDeviceOrdinal};
+    void *values[] = {&type, &managed, &device};
+    if (get_(3, attributes, values, reinterpret_cast<uintptr_t>(buffer)) != kCudaSuccess) {
+      return {};
     }
-    if (type == kMemoryTypeHost) return COHORT_MEMORY_CUDA_HOST;
-    if (type != kMemoryTypeDevice) return COHORT_MEMORY_HOST;
-    return managed ? COHORT_MEMORY_CUDA_MANAGED : COHORT_MEMORY_CUDA_DEVICE;
+    if (type == kMemoryTypeHost) return {COHORT_MEMORY_CUDA_HOST, device};
+    if (type != kMemoryTypeDevice) return {};
+    return {managed ? COHORT_MEMORY_CUDA_MANAGED : COHORT_MEMORY_CUDA_DEVICE, device};
   }
 
   bool thread_has_context() override {
@@ -90,7 +94,7 @@ MemoryKindDetector *g_injected = nullptr;
 // detector's generation is part of an answer: one injected later (tests) is not bypassed.
 struct RecentKind {
   const void *buffer = nullptr;
-  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  BufferPlace place;
   int64_t asked_ns = 0;
   unsigned generation = 0;
 };
@@ -100,18 +104,18 @@ thread_local unsigned t_next = 0;
 
 }  // namespace
 
-void remember_kind(const void *buffer, cohort_memory_kind_t kind) {
-  t_recent[t_next++ % t_recent.size()] = {buffer, kind, now_ns(), g_generation.load()};
+void remember_place(const void *buffer, BufferPlace place) {
+  t_recent[t_next++ % t_recent.size()] = {buffer, place, now_ns(), g_generation.load()};
 }
 
-cohort_memory_kind_t kind_of_recent(const void *buffer) {
+BufferPlace place_of_recent(const void *buffer) {
   const unsigned generation = g_generation.load(std::memory_order_relaxed);
   for (const RecentKind &r : t_recent) {
     if (r.buffer == buffer && r.generation == generation && now_ns() - r.asked_ns < kRecentKindNs) {
-      return r.kind;
+      return r.place;
     }
   }
-  return memory_kind_detector().kind_of(buffer);
+  return memory_kind_detector().place_of(buffer);
 }
 
 void *driver_library() {
@@ -158,8 +162,9 @@ extern "C" {
 
 cohort_status_t cohort_memory_kind(const void *ptr, cohort_memory_kind_t *kind) {
   if (kind == nullptr) return cohort::fail(COHORT_ERR_INVALID_ARG, "kind (output) is NULL");
-  *kind = cohort::memory_kind_detector().kind_of(ptr);
-  if (ptr != nullptr) cohort::remember_kind(ptr, *kind);
+  const cohort::BufferPlace place = cohort::memory_kind_detector().place_of(ptr);
+  *kind = place.kind;
+  if (ptr != nullptr) cohort::remember_place(ptr, place);
   return COHORT_SUCCESS;
 }
 

@@ -11,11 +11,21 @@
 
 namespace cohort {
 
+// Where a buffer lives: its kind and, for memory the driver knows, the CUDA ordinal (in this
+// process) of the GPU it belongs to; -1 where that is not known.
+struct BufferPlace {
+  cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
+  int device = -1;
+};
+
 // Answers about the calling thread and its buffers; tests inject their own.
 class MemoryKindDetector {
  public:
   virtual ~MemoryKindDetector() = default;
   virtual cohort_memory_kind_t kind_of(const void *buffer) = 0;
+  // The kind and the GPU in one query (the driver's); a detector that knows kinds only says
+  // device -1.
+  virtual BufferPlace place_of(const void *buffer) { return {kind_of(buffer), -1}; }
   // True when the calling thread has a current CUDA context (it uses a GPU already).
   virtual bool thread_has_context() = 0;
 };
@@ -25,13 +35,13 @@ class MemoryKindDetector {
 MemoryKindDetector &memory_kind_detector();
 
 // What cohort_memory_kind told this thread about `buffer` less than kRecentKindNs ago, else
-// the detector's answer now.  A caller that asks about its buffers and then starts a
+// the detector's answer (place_of) now.  A caller that asks about its buffers and then starts a
 // collective on them (the Open MPI component) pays one driver query per buffer, not two; an
 // answer older than that is asked again, so memory freed and reused in between is seen anew.
 constexpr int64_t kRecentKindNs = 100000;
-cohort_memory_kind_t kind_of_recent(const void *buffer);
-// Keeps an answer of cohort_memory_kind for kind_of_recent.
-void remember_kind(const void *buffer, cohort_memory_kind_t kind);
+BufferPlace place_of_recent(const void *buffer);
+// Keeps an answer of cohort_memory_kind for place_of_recent.
+void remember_place(const void *buffer, BufferPlace place);
 
 // Replaces the detector (tests); nullptr restores the default.  Not thread-safe.
 void set_memory_kind_detector(MemoryKindDetector *detector);

@@ -38,19 +38,52 @@ bool host_only(coll::Collective c) {
          coll::is_vcollective(c);
 }
 
+}  // namespace
+
+Status check_on_team_gpu(const char *what, const char *which, BufferPlace place, int device) {
+  if (place.kind != COHORT_MEMORY_CUDA_DEVICE || device < 0 || place.device < 0 ||
+      place.device == device) {
+    return COHORT_SUCCESS;
+  }
+  return failf(COHORT_ERR_INVALID_ARG,
+               "%s: %s is device memory of GPU %d; the team's GPU on this rank is GPU %d (CUDA "
+               "ordinals of this process)",
+               what, which, place.device, device);
+}
+
+namespace {
+
+// A stream-ordered call's used buffers must be device memory (cohort.h).
+Status stream_buffer(const char *name, const char *which, BufferPlace place) {
+  if (place.kind == COHORT_MEMORY_CUDA_DEVICE) return COHORT_SUCCESS;
+  return failf(COHORT_ERR_INVALID_ARG,
+               "%s_stream: %s is %s memory; stream-ordered collectives take device memory of the "
+               "team's GPU (cohort_%s takes host memory)",
+               name, which, cohort_memory_kind_name(place.kind), name);
+}
+
 // The most host-like kind that still describes both buffers (device beats managed beats
-// pinned beats pageable); mixing device memory with any other is refused.
-Status call_memory(const char *what, const void *src, const void *dst, cohort_memory_kind_t *out) {
-  const cohort_memory_kind_t s = src ? kind_of_recent(src) : COHORT_MEMORY_HOST;
-  const cohort_memory_kind_t d = dst == src ? s : dst ? kind_of_recent(dst) : COHORT_MEMORY_HOST;
-  if (src && dst && (s == COHORT_MEMORY_CUDA_DEVICE) != (d == COHORT_MEMORY_CUDA_DEVICE)) {
+// pinned beats pageable).  A blocking call refuses device memory mixed with any other kind; a
+// stream-ordered one (`stream`) refuses any kind but device memory; both refuse another GPU's.
+Status call_memory(const char *name, const void *src, const void *dst, bool stream, int device,
+                   cohort_memory_kind_t *out) {
+  const BufferPlace s = src ? place_of_recent(src) : BufferPlace{};
+  const BufferPlace d = dst == src ? s : dst ? place_of_recent(dst) : BufferPlace{};
+  Status status = COHORT_SUCCESS;
+  if (stream) {
+    if (src) status = stream_buffer(name, "sendbuf", s);
+    if (dst && !is_error(status)) status = stream_buffer(name, "recvbuf", d);
+  } else if (src && dst &&
+             (s.kind == COHORT_MEMORY_CUDA_DEVICE) != (d.kind == COHORT_MEMORY_CUDA_DEVICE)) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s: sendbuf is %s memory and recvbuf %s: pass both on the device or both in "
                  "host memory",
-                 what, cohort_memory_kind_name(s), cohort_memory_kind_name(d));
+                 name, cohort_memory_kind_name(s.kind), cohort_memory_kind_name(d.kind));
   }
-  *out = std::max(s, d);
-  return COHORT_SUCCESS;
+  if (!is_error(status)) status = check_on_team_gpu(name, "sendbuf", s, device);
+  if (!is_error(status)) status = check_on_team_gpu(name, "recvbuf", d, device);
+  *out = std::max(s.kind, d.kind);
+  return status;
 }
 
 // NCCL's in-place conventions: the same buffer, or for allgather / reduce-scatter the rank's
@@ -135,7 +168,8 @@ Status CollFront::check(const CollCall &c, coll::CollArgs *args) const {
   s = vcall ? check_vcall(c, args) : check_buffers(c, info_.rank, elem, args);
   if (is_error(s) || (!vcall && c.count == 0)) return s;
   const bool src_used = coll::uses_src(c, info_.rank), dst_used = coll::uses_dst(c, info_.rank);
-  s = call_memory(name, src_used ? c.src : nullptr, dst_used ? c.dst : nullptr, &args->memory);
+  s = call_memory(name, src_used ? c.src : nullptr, dst_used ? c.dst : nullptr, c.stream_ordered,
+                  info_.peers[info_.rank].cuda_device, &args->memory);
   if (is_error(s) || !host_only(c.collective) || args->memory != COHORT_MEMORY_CUDA_DEVICE)
     return s;
   return failf(COHORT_ERR_NOT_SUPPORTED,

@@ -81,7 +81,9 @@ Status CollFront::post(const CollCall &call, std::shared_ptr<CollRequest> *out) 
 Status CollFront::enqueue(const CollCall &call, void *stream) {
   coll::CollArgs args;
   const coll::SelectRule *rule = nullptr;
-  Status s = choose(call, &args, &rule);
+  CollCall ordered = call;
+  ordered.stream_ordered = true;  // check(): device memory only
+  Status s = choose(ordered, &args, &rule);
   if (is_error(s) || rule == nullptr) return s;
   // A barrier has no buffers: on a stream it is the GPU's.
   if (call.collective == coll::Collective::kBarrier) {
@@ -91,12 +93,6 @@ Status CollFront::enqueue(const CollCall &call, void *stream) {
       return failf(COHORT_ERR_NOT_SUPPORTED,
                    "barrier_stream: no GPU algorithm for a barrier in the selection table");
     }
-  } else if (args.memory != COHORT_MEMORY_CUDA_DEVICE) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "%s_stream: the buffers are %s memory; stream-ordered collectives take GPU "
-                 "device memory (cohort_%s takes host memory)",
-                 coll::collective_name(call.collective), cohort_memory_kind_name(args.memory),
-                 coll::collective_name(call.collective));
   }
   return run_on_device(call, *rule, stream, false);
 }

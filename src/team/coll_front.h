@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coll/select.h"
+#include "core/cuda_driver.h"
 #include "team/coll_request.h"
 #include "team/staged_plan.h"
 #include "team/staging.h"
@@ -33,6 +34,8 @@ struct VArrays {
 // arrays, which only the checks read (they copy them into the schedule's layouts).
 struct CollCall : coll::Call {
   VArrays arrays{};  // v-variants; `count` is gatherv's sendcount, scatterv's recvcount
+  // A _stream call: its buffers must be device memory (checked with the call's others).
+  bool stream_ordered = false;
 };
 
 // No process can hold a buffer this large (2^56 bytes: the user address space of 5-level
@@ -42,6 +45,10 @@ constexpr size_t kMaxBufferBytes = size_t{1} << 56;
 // COHORT_ERR_INVALID_ARG naming `count` (in `what`) when `count` elements of `elem` bytes,
 // `blocks` times over, wrap size_t or exceed any address space (coll_checks.cc).
 Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
+
+// COHORT_ERR_INVALID_ARG naming `which` buffer of `what` when it is device memory of another
+// GPU than the team's on this rank (`device`; -1: the rank has none, nothing to check).
+Status check_on_team_gpu(const char *what, const char *which, BufferPlace place, int device);
 
 // A v-variant's checks past the common ones (coll_checks_v.cc): its arrays, the buffers they
 // need, in place; fills args' layouts, count and in_place.

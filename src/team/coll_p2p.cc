@@ -29,8 +29,18 @@ Status CollFront::check_p2p(P2POp *op) const {
   if (op->count > 0 && op->buf == nullptr) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: buffer is NULL with count %zu", what, op->count);
   }
-  op->device = op->buf != nullptr && !host_accessible(memory_kind_detector().kind_of(op->buf));
-  return COHORT_SUCCESS;
+  // An empty message's pointer may lie just past its allocation: nothing to check.
+  if (op->buf == nullptr || op->count == 0) return COHORT_SUCCESS;
+  const BufferPlace place = place_of_recent(op->buf);
+  op->device = !host_accessible(place.kind);
+  if (op->on_stream && !op->device) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "%s: the buffer is %s memory; stream-ordered send/recv take device memory of the "
+                 "team's GPU (%s takes any memory)",
+                 what, cohort_memory_kind_name(place.kind),
+                 op->send ? "cohort_send" : "cohort_recv");
+  }
+  return check_on_team_gpu(what, "the buffer", place, info_.peers[info_.rank].cuda_device);
 }
 
 namespace {

@@ -109,21 +109,21 @@ TEST(MemoryKind, ACollectiveRightAfterTheQueryTakesItsAnswerAndALaterOneAsksAgai
   cohort_memory_kind_t kind = COHORT_MEMORY_HOST;
   ASSERT_EQ(cohort_memory_kind(&device_word, &kind), COHORT_SUCCESS);
   EXPECT_EQ(counting.asked_, 1);
-  EXPECT_EQ(cohort::kind_of_recent(&device_word), COHORT_MEMORY_CUDA_DEVICE);
+  EXPECT_EQ(cohort::place_of_recent(&device_word).kind, COHORT_MEMORY_CUDA_DEVICE);
   EXPECT_EQ(counting.asked_, 1);  // taken from the answer just given
-  EXPECT_EQ(cohort::kind_of_recent(&other), COHORT_MEMORY_HOST);
+  EXPECT_EQ(cohort::place_of_recent(&other).kind, COHORT_MEMORY_HOST);
   EXPECT_EQ(counting.asked_, 2);  // never asked about: the detector
   // Past the window the driver is asked again: the memory may have been freed and reused.
   const int64_t start = cohort::now_ns();
   while (cohort::now_ns() - start < cohort::kRecentKindNs + 1000) {
   }
   counting.device_ = &other;  // as if the address now held another kind
-  EXPECT_EQ(cohort::kind_of_recent(&device_word), COHORT_MEMORY_HOST);
+  EXPECT_EQ(cohort::place_of_recent(&device_word).kind, COHORT_MEMORY_HOST);
   EXPECT_EQ(counting.asked_, 3);
   // A detector injected after the answer is not bypassed.
   ASSERT_EQ(cohort_memory_kind(&other, &kind), COHORT_SUCCESS);
   FakeDetector replaced;
   cohort::set_memory_kind_detector(&replaced);
-  EXPECT_EQ(cohort::kind_of_recent(&other), COHORT_MEMORY_HOST);
+  EXPECT_EQ(cohort::place_of_recent(&other).kind, COHORT_MEMORY_HOST);
   cohort::set_memory_kind_detector(nullptr);
 }

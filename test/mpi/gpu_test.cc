@@ -200,6 +200,22 @@ void refusals() {
   s = cohort_allreduce(team, host.data(), device, 64, COHORT_FLOAT32, COHORT_SUM);
   CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "recvbuf"),
         "mixed kinds: %s: %s", cohort_status_string(s), cohort_last_error());
+  // On a stream every buffer must be device memory: a mix, or pinned host memory, is a wrong
+  // argument (cohort.h), named.
+  s = cohort_allreduce_stream(team, host.data(), device, 64, COHORT_FLOAT32, COHORT_SUM, 0);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "sendbuf is host memory"),
+        "host sendbuf, device recvbuf on a stream: %s: %s", cohort_status_string(s),
+        cohort_last_error());
+  s = cohort_allgather_stream(team, device, host.data(), 1, COHORT_FLOAT32, 0);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "recvbuf is host memory"),
+        "device sendbuf, host recvbuf on a stream: %s: %s", cohort_status_string(s),
+        cohort_last_error());
+  float *pinned = nullptr;
+  CUDA_OK(cudaMallocHost(reinterpret_cast<void **>(&pinned), 64 * sizeof(float)));
+  s = cohort_allreduce_stream(team, pinned, pinned, 64, COHORT_FLOAT32, COHORT_SUM, 0);
+  CHECK(s == COHORT_ERR_INVALID_ARG && contains(cohort_last_error(), "cuda-host memory"),
+        "pinned buffers on a stream: %s: %s", cohort_status_string(s), cohort_last_error());
+  cudaFreeHost(pinned);
   cohort_request_t request = nullptr;
   s = cohort_broadcast_post(team, device, device, 64, COHORT_FLOAT32, 0, &request);
   CHECK(s == COHORT_ERR_NOT_SUPPORTED && contains(cohort_last_error(), "broadcast_stream"),

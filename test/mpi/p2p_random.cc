@@ -310,6 +310,19 @@ long check_refusals(cohort_team_t team, int rank, Device *d) {
   cohort_recv_stream(team, d->recv, 1, COHORT_UINT8, rank, d->streams[0]);
   expect("a group mixing blocking and stream-ordered operations", cohort_group_end(),
          COHORT_ERR_INVALID_USAGE);
+  // Stream-ordered operations take device memory (cohort.h), alone or in a group.
+  expect("cohort_send_stream on host memory",
+         cohort_send_stream(team, &byte, 1, COHORT_UINT8, rank, d->streams[0]),
+         COHORT_ERR_INVALID_ARG);
+  if (std::strstr(cohort_last_error(), "the buffer is host memory") == nullptr) {
+    ++bad;
+    std::fprintf(stderr, "[rank %d] cohort_send_stream on host memory: %s\n", rank,
+                 cohort_last_error());
+  }
+  cohort_group_start();
+  cohort_recv_stream(team, &byte, 1, COHORT_UINT8, rank, d->streams[0]);
+  expect("a group with cohort_recv_stream on host memory", cohort_group_end(),
+         COHORT_ERR_INVALID_ARG);
   return bad;
 }
 

@@ -54,7 +54,7 @@ enum {
   kInvalidDevice = 101,  /* CUDA_ERROR_INVALID_DEVICE */
   kNotReady = 600,       /* CUDA_ERROR_NOT_READY */
 };
-enum { kAttrMemoryType = 2, kAttrIsManaged = 8 }; /* CU_POINTER_ATTRIBUTE_* */
+enum { kAttrMemoryType = 2, kAttrIsManaged = 8, kAttrDeviceOrdinal = 9 }; /* CU_POINTER_ATTRIBUTE_* */
 enum { kMemoryTypeHost = 1, kMemoryTypeDevice = 2 };
 
 /* One allocation: device memory (device: the PROT_NONE view, backing: the read-write one) or
@@ -303,6 +303,8 @@ CUresult cuPointerGetAttributes(unsigned count, int *attributes, void **data, CU
       *(unsigned *)data[i] = !known ? 0 : a.is_device ? kMemoryTypeDevice : kMemoryTypeHost;
     } else if (attributes[i] == kAttrIsManaged) {
       *(unsigned *)data[i] = 0;
+    } else if (attributes[i] == kAttrDeviceOrdinal) {
+      *(int *)data[i] = known ? 0 : -2; /* every allocation is device 0's; unknown: CUDA's -2 */
     } else {
       return kInvalidValue;
     }
