@@ -220,7 +220,10 @@ Status GpuTransport::post(const tl::TeamView &team, void *out) {
 Status GpuTransport::allocate(const tl::TeamView &team, SetupRecord *record) {
   const int local_size = static_cast<int>(local_ranks_.size());
   team_.layout = k::window_layout(local_size);
-  Status s = window_.allocate(team_.layout.total_bytes, "allocating the team's GPU window");
+  // A rank alone on its host only copies (launch_call): no kernel touches a window.
+  Status s = local_size > 1
+                 ? window_.allocate(team_.layout.total_bytes, "allocating the team's GPU window")
+                 : COHORT_SUCCESS;
   if (!is_error(s)) s = counters_.allocate(16, "allocating the team's GPU call counter");
   if (!is_error(s)) s = control_.allocate(sizeof(Control), "allocating pinned control words");
   if (!is_error(s)) s = stream_.create(true, "creating the team's stream");
@@ -230,7 +233,7 @@ Status GpuTransport::allocate(const tl::TeamView &team, SetupRecord *record) {
   if (!is_error(s)) {
     s = cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "zeroing the team's GPU window");
   }
-  if (!is_error(s)) {
+  if (!is_error(s) && local_size > 1) {
     s = cuda_status(cudaIpcGetMemHandle(&record->window, window_.get()),
                     "exporting the team's GPU window (CUDA IPC)");
   }
@@ -353,6 +356,11 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   char *control = control_.device();
   team_.fault = reinterpret_cast<volatile k::DeviceFault *>(control + offsetof(Control, fault));
   active_ = true;
+  if (local_size == 1) {
+    COHORT_LOG_INFO(INIT, "GPU %d: one rank, no window (its calls are copies on its stream)",
+                    device_);
+    return COHORT_SUCCESS;
+  }
   const WindowMemory memory = window_memory(local_size);
   COHORT_LOG_INFO(INIT,
                   "GPU %d: window of %.2f MiB for %d local ranks (%.2f MiB per peer, %.1f KiB "

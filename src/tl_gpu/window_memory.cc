@@ -42,11 +42,11 @@ std::string kib(size_t bytes) {
 std::string describe_window_memory() {
   std::string out =
       "GPU memory per rank of a GPU team (one window, shared by all its peers and blocks):\n";
-  char line[256];
+  char line[512];
   snprintf(line, sizeof line, "  %5s  %10s  %10s  %10s  %10s  %10s  %14s\n", "ranks", "control",
            "one-shot", "chunks", "window", "per peer", "per peer/block");
   out += line;
-  for (int ranks : {1, 2, 4, 8, k::kMaxLocalRanks}) {
+  for (int ranks : {2, 4, 8, k::kMaxLocalRanks}) {
     const WindowMemory m = window_memory(ranks);
     snprintf(line, sizeof line, "  %5d  %10s  %10s  %10s  %10s  %10s  %14s\n", ranks,
              kib(m.control).c_str(), kib(m.oneshot).c_str(), mib(m.chunks).c_str(),
@@ -55,6 +55,7 @@ std::string describe_window_memory() {
   }
   const WindowMemory any = window_memory(1);
   snprintf(line, sizeof line,
+           "  A rank alone on its host has no window (its calls are copies).\n"
            "  A block is a channel (NCCL: about 9 MB per peer per channel); a kernel uses up to "
            "%d.\n  Registering buffers (cohort_mem_register) adds one table of %s per team; the "
            "buffers stay the caller's.\n",
