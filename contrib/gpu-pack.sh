@@ -21,7 +21,7 @@ mkdir -p "$carry"
 cd "$build"
 for f in tools/cohort_perf tools/cohort_info test/gtest/unit_tests test/mpi/gpu_test \
   test/mpi/team_test test/mpi/failure_test test/mpi/transport_test test/mpi/coll_random test/mpi/p2p_random test/gpu/kernel_test test/gpu/staged_test \
-  test/gpu/kernel_bench test/nccl/nccl_api_test test/socket/unique_id_test; do
+  test/gpu/kernel_bench test/nccl/nccl_api_test test/nccl/call_overhead test/socket/unique_id_test; do
   [ -e "$f" ] || { echo "gpu-pack: $build/$f is missing (make check TESTS= builds it)" >&2; exit 1; }
   mkdir -p "$carry/$(dirname "$f")"
   cp "$f" "$carry/$f"
