@@ -51,16 +51,16 @@ Status check_on_team_gpu(const char *what, const char *which, BufferPlace place,
                what, which, place.device, device);
 }
 
-namespace {
-
-// A stream-ordered call's used buffers must be device memory (cohort.h).
-Status stream_buffer(const char *name, const char *which, BufferPlace place) {
+Status check_stream_buffer(const char *what, const char *which, BufferPlace place,
+                           const char *blocking) {
   if (place.kind == COHORT_MEMORY_CUDA_DEVICE) return COHORT_SUCCESS;
   return failf(COHORT_ERR_INVALID_ARG,
-               "%s_stream: %s is %s memory; stream-ordered collectives take device memory of the "
-               "team's GPU (cohort_%s takes host memory)",
-               name, which, cohort_memory_kind_name(place.kind), name);
+               "%s: %s is %s memory; stream-ordered calls take device memory of the team's GPU "
+               "(%s takes host memory)",
+               what, which, cohort_memory_kind_name(place.kind), blocking);
 }
+
+namespace {
 
 // The most host-like kind that still describes both buffers (device beats managed beats
 // pinned beats pageable).  A blocking call refuses device memory mixed with any other kind; a
@@ -71,8 +71,15 @@ Status call_memory(const char *name, const void *src, const void *dst, bool stre
   const BufferPlace d = dst == src ? s : dst ? place_of_recent(dst) : BufferPlace{};
   Status status = COHORT_SUCCESS;
   if (stream) {
-    if (src) status = stream_buffer(name, "sendbuf", s);
-    if (dst && !is_error(status)) status = stream_buffer(name, "recvbuf", d);
+    // The names are built only for a refusal: this runs on every stream call.
+    auto device_only = [&](const char *which, BufferPlace place) -> Status {
+      if (place.kind == COHORT_MEMORY_CUDA_DEVICE) return COHORT_SUCCESS;
+      const std::string what = std::string(name) + "_stream",
+                        blocking = "cohort_" + std::string(name);
+      return check_stream_buffer(what.c_str(), which, place, blocking.c_str());
+    };
+    if (src) status = device_only("sendbuf", s);
+    if (dst && !is_error(status)) status = device_only("recvbuf", d);
   } else if (src && dst &&
              (s.kind == COHORT_MEMORY_CUDA_DEVICE) != (d.kind == COHORT_MEMORY_CUDA_DEVICE)) {
     return failf(COHORT_ERR_NOT_SUPPORTED,

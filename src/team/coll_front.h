@@ -50,6 +50,11 @@ Status check_count(const char *what, size_t count, size_t elem, size_t blocks);
 // GPU than the team's on this rank (`device`; -1: the rank has none, nothing to check).
 Status check_on_team_gpu(const char *what, const char *which, BufferPlace place, int device);
 
+// COHORT_ERR_INVALID_ARG naming `which` buffer of the stream-ordered call `what` when it is
+// not device memory (cohort.h); `blocking` names the call that takes host memory.
+Status check_stream_buffer(const char *what, const char *which, BufferPlace place,
+                           const char *blocking);
+
 // A v-variant's checks past the common ones (coll_checks_v.cc): its arrays, the buffers they
 // need, in place; fills args' layouts, count and in_place.
 Status check_vcall(const CollCall &call, coll::CollArgs *args);

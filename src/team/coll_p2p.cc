@@ -33,12 +33,9 @@ Status CollFront::check_p2p(P2POp *op) const {
   if (op->buf == nullptr || op->count == 0) return COHORT_SUCCESS;
   const BufferPlace place = place_of_recent(op->buf);
   op->device = !host_accessible(place.kind);
-  if (op->on_stream && !op->device) {
-    return failf(COHORT_ERR_INVALID_ARG,
-                 "%s: the buffer is %s memory; stream-ordered send/recv take device memory of the "
-                 "team's GPU (%s takes any memory)",
-                 what, cohort_memory_kind_name(place.kind),
-                 op->send ? "cohort_send" : "cohort_recv");
+  if (op->on_stream) {
+    s = check_stream_buffer(what, "the buffer", place, op->send ? "cohort_send" : "cohort_recv");
+    if (is_error(s)) return s;
   }
   return check_on_team_gpu(what, "the buffer", place, info_.peers[info_.rank].cuda_device);
 }
