@@ -130,16 +130,18 @@ int print_algorithms() {
            cohort::coll::format_memory_kinds(info.memory).c_str(),
            info.splits ? "; runs on several channels" : "");
   }
-  std::string rules;
   cohort::coll::Selection selection;
-  cohort::Status s = cohort::param_string("COLL_ALGO", &rules);
-  if (!cohort::is_error(s)) s = cohort::coll::Selection::parse(rules, &selection);
-  if (cohort::is_error(s)) {
+  std::string settings;
+  if (cohort::is_error(cohort::coll::Selection::from_environment(&selection, &settings))) {
     fprintf(stderr, "cohort_info: %s\n", cohort::last_error().c_str());
     return 1;
   }
-  printf("\nSelection (first matching rule; bytes are one rank's message):\n%s",
-         selection.describe().c_str());
+  printf("\nSelection (first matching rule; bytes are one rank's message; %s):\n",
+         settings.c_str());
+  if (!selection.tuning_machine().empty()) {
+    printf("  (the tuning file was measured on %s)\n", selection.tuning_machine().c_str());
+  }
+  printf("%s", selection.describe().c_str());
   printf("\nTransports (a peer is reached through the first that reaches it):\n");
   for (const cohort::TransportInfo &info : cohort::transport_table()) {
     printf("  %-8s %s\n", info.name, info.description);
@@ -165,12 +167,12 @@ std::vector<cohort::ParamProblem> environment_problems() {
   std::vector<cohort::ParamProblem> problems = cohort::params_check_env();
   auto setting = [](const char *name) { return cohort::param_text(*cohort::param_find(name)); };
   cohort::coll::Selection selection;
-  std::string rules = setting("COLL_ALGO");
-  if (cohort::is_error(cohort::coll::Selection::parse(rules, &selection))) {
+  if (cohort::is_error(cohort::coll::Selection::from_environment(&selection, nullptr))) {
     std::string why = cohort::last_error();
-    const std::string prefix = "COHORT_COLL_ALGO: ";
+    const char *name = why.starts_with("COHORT_TUNING_FILE") ? "TUNING_FILE" : "COLL_ALGO";
+    const std::string prefix = std::string("COHORT_") + name + ": ";
     if (why.starts_with(prefix)) why.erase(0, prefix.size());
-    problems.push_back({"COHORT_COLL_ALGO", rules, why});
+    problems.push_back({std::string("COHORT_") + name, setting(name), why});
   }
   for (const char *name : {"TOPO_FILE", "GRAPH_FILE"}) {
     std::string file = setting(name);

@@ -2,12 +2,15 @@
 // --team-create (the default): team creation and destruction, timed (perf_team.h).
 // -c LIST: the collective sweep, nccl-tests' tables for Cohort's collectives on host or GPU
 // memory, optionally validated and timed against MPI or NCCL (perf_sweep.h).
+// --calibrate FILE: sweeps of every algorithm, the fastest per size written as a tuning file
+// (perf_calibrate.h).
 // The command line: perf_options.h.
 #include <mpi.h>
 
 #include <cstdio>
 #include <string>
 
+#include "perf_calibrate.h"
 #include "perf_job.h"
 #include "perf_options.h"
 #include "perf_sweep.h"
@@ -39,8 +42,9 @@ int main(int argc, char **argv) {
   const cohort::perf::Job job = cohort::perf::job_of(MPI_COMM_WORLD);
   const std::string warning = cohort::perf::oversubscription_warning(job.load);
   if (rank == 0 && !warning.empty()) fprintf(stderr, "cohort_perf: warning: %s\n", warning.c_str());
-  int rc = opt.team_create ? cohort::perf::run_team_create(opt.team, job)
-                           : cohort::perf::run_sweep(opt.sweep, job);
+  int rc = opt.team_create                ? cohort::perf::run_team_create(opt.team, job)
+           : !opt.sweep.calibrate.empty() ? cohort::perf::run_calibrate(opt.sweep, job)
+                                          : cohort::perf::run_sweep(opt.sweep, job);
   MPI_Finalize();
   return rc;
 }

@@ -147,6 +147,11 @@ bool parse_sweep_option(int c, const char *arg, Given *opt, std::string *error) 
     case 'R': s.roofline = true; return true;
     case 'U': s.register_buffers = false; return true;
     case 'B': s.blocking = true; return true;
+    case 'K':
+      s.calibrate = arg;
+      if (!s.calibrate.empty()) return true;
+      *error = "--calibrate needs a file name";
+      return false;
     default: return false;
   }
 }
@@ -189,9 +194,24 @@ bool check_memory(Given *opt, std::string *error) {
   return true;
 }
 
+// --calibrate: a sweep (-c all unless -c is given) timed out of place, compared with nothing.
+bool check_calibrate(Given *given, std::string *error) {
+  SweepOptions &s = given->sweep;
+  if (s.vs_mpi || given->vs_nccl || given->in_place) {
+    *error =
+        "--calibrate times Cohort's algorithms out of place against each other: leave "
+        "out --vs-mpi, --vs-nccl and --in-place";
+    return false;
+  }
+  if (s.collectives.empty()) parse_collectives("all", &s.collectives);
+  given->out_of_place = true;
+  return true;
+}
+
 // Checks the combination of options and fills in the mode's defaults.
 bool finish(Given *given, Options *opt, std::string *error) {
   SweepOptions &s = given->sweep;
+  if (!s.calibrate.empty() && !check_calibrate(given, error)) return false;
   const bool sweep = !s.collectives.empty();
   if (sweep && given->team_create) {
     *error = "--team-create and -c are separate runs: give one of them";
@@ -269,7 +289,7 @@ void usage(FILE *out) {
       "                                [-r ROOT] [-n ITERS] [-w WARMUP] [--in-place]\n"
       "                                [--out-of-place] [--check] [--vs-mpi] [-m MEMORY]\n"
       "                                [--graph N] [--roofline] [--no-register] [--vs-nccl]\n"
-      "                                [--json FILE]\n"
+      "                                [--json FILE] [--calibrate FILE]\n"
       "       cohort_perf --version      version, git revision, build, NVIDIA driver (no mpirun)\n"
       "Team creation:\n"
       "  --team-create  time team creation + destruction on MPI_COMM_WORLD (the default)\n"
@@ -332,27 +352,27 @@ void usage(FILE *out) {
       "                 a table of the ratios (size by collective) ends the run.  NCCL\n"
       "                 refuses two ranks on one GPU: skipped then, saying why\n"
       "  --json FILE    also write every row as JSON (rank 0)\n"
+      "  --calibrate FILE  measure the selection table (-c all unless -c is given): each\n"
+      "                 algorithm of each collective that runs on this memory, on 1 and 2\n"
+      "                 channels where it splits its buffer, forced through COHORT_COLL_ALGO\n"
+      "                 and swept out of place; per size the fastest wins (a new winner must\n"
+      "                 be 5%% faster).  Rank 0 writes the rules, for these ranks and hosts,\n"
+      "                 to FILE: load it with COHORT_TUNING_FILE=FILE on every rank\n"
       "Time is the average per iteration of the slowest rank.  When its stderr is a terminal,\n"
       "rank 0 shows progress there, on one line it erases before writing results.  Rank 0\n"
       "warns when the ranks of a host outnumber its cores.\n");
 }
 
 bool parse_options(int argc, char **argv, Options *opt, std::string *error) {
-  static const option options[] = {{"team-create", no_argument, nullptr, 't'},
-                                   {"json", required_argument, nullptr, 'j'},
-                                   {"host-only", no_argument, nullptr, 'H'},
-                                   {"in-place", no_argument, nullptr, 'I'},
-                                   {"out-of-place", no_argument, nullptr, 'O'},
-                                   {"check", no_argument, nullptr, 'C'},
-                                   {"vs-mpi", no_argument, nullptr, 'M'},
-                                   {"memory", required_argument, nullptr, 'm'},
-                                   {"graph", required_argument, nullptr, 'G'},
-                                   {"roofline", no_argument, nullptr, 'R'},
-                                   {"no-register", no_argument, nullptr, 'U'},
-                                   {"vs-nccl", no_argument, nullptr, 'N'},
-                                   {"blocking", no_argument, nullptr, 'B'},
-                                   {"help", no_argument, nullptr, 'h'},
-                                   {nullptr, 0, nullptr, 0}};
+  static const option options[] = {
+      {"team-create", no_argument, nullptr, 't'},  {"json", required_argument, nullptr, 'j'},
+      {"host-only", no_argument, nullptr, 'H'},    {"in-place", no_argument, nullptr, 'I'},
+      {"out-of-place", no_argument, nullptr, 'O'}, {"check", no_argument, nullptr, 'C'},
+      {"vs-mpi", no_argument, nullptr, 'M'},       {"memory", required_argument, nullptr, 'm'},
+      {"graph", required_argument, nullptr, 'G'},  {"roofline", no_argument, nullptr, 'R'},
+      {"no-register", no_argument, nullptr, 'U'},  {"vs-nccl", no_argument, nullptr, 'N'},
+      {"blocking", no_argument, nullptr, 'B'},     {"calibrate", required_argument, nullptr, 'K'},
+      {"help", no_argument, nullptr, 'h'},         {nullptr, 0, nullptr, 0}};
   opterr = 0;  // every rank parses: report once, from rank 0
   Given given;
   int c;

@@ -49,6 +49,7 @@ class Sweep {
   void print_header() const;
   void run_collective(Collective c, const std::vector<size_t> &sizes, int *done, int total);
   int finish() const;
+  void report(SweepResult *result) const;
 
  private:
   bool on_device() const { return opt_.memory == MemoryKind::kCuda; }
@@ -404,6 +405,13 @@ int Sweep::finish() const {
   return wrong > 0 || !json_ok ? 1 : 0;
 }
 
+void Sweep::report(SweepResult *result) const {
+  if (result == nullptr) return;
+  result->rows = rows_;
+  result->nodes = team_.node_count();
+  result->gpu_name = gpu_.gpu.name;
+}
+
 }  // namespace
 
 std::vector<size_t> sweep_sizes(const SweepOptions &opt) {
@@ -415,7 +423,7 @@ std::vector<size_t> sweep_sizes(const SweepOptions &opt) {
   return sizes;
 }
 
-int run_sweep(const SweepOptions &opt, const Job &job) {
+int run_sweep(const SweepOptions &opt, const Job &job, SweepResult *result) {
   GpuSetup setup;
   const bool device = opt.memory == MemoryKind::kCuda;
   const std::string no_gpu = device ? bind_gpu(MPI_COMM_WORLD, &setup.gpu) : "";
@@ -451,6 +459,7 @@ int run_sweep(const SweepOptions &opt, const Job &job) {
     total += c == Collective::kBarrier ? 1 : static_cast<int>(sizes.size());
   }
   for (Collective c : opt.collectives) sweep.run_collective(c, sizes, &done, total);
+  sweep.report(result);
   return sweep.finish();
 }
 

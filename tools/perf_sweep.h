@@ -39,6 +39,7 @@ struct SweepOptions {
   bool register_buffers = true;  // cuda: cohort_mem_register both buffers (--no-register: not)
   bool vs_nccl = false;          // --vs-nccl
   bool blocking = false;         // cuda: the blocking calls, not the stream-ordered ones
+  std::string calibrate;         // --calibrate FILE: the tuning file to write (perf_calibrate.h)
 };
 
 // The sizes min, min * factor, ... up to max (bytes).
@@ -49,6 +50,8 @@ std::vector<size_t> sweep_sizes(const SweepOptions &opt);
 // or kExitSkipped when -m cuda finds no GPU (or no CUDA in the build).  A collective that fails
 // prints its error and aborts the job (its peers would otherwise wait in it until
 // COHORT_COLL_TIMEOUT).
-int run_sweep(const SweepOptions &opt, const Job &job);
+// `result` (may be null; perf_table.h) gets the rows and where the team ran, for --calibrate.
+struct SweepResult;
+int run_sweep(const SweepOptions &opt, const Job &job, SweepResult *result = nullptr);
 
 }  // namespace cohort::perf

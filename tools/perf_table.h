@@ -32,6 +32,13 @@ struct Row {
   Measurement runs[kPlacements];
 };
 
+// What a sweep measured, for --calibrate (run_sweep's `result`).
+struct SweepResult {
+  std::vector<Row> rows;
+  int nodes = 1;         // the team's hosts (COHORT_HOST_ID's fake hosts count as hosts)
+  std::string gpu_name;  // -m cuda: this rank's GPU
+};
+
 // --roofline: an allreduce of S bytes per rank on a GPU that n ranks share cannot take less
 // than 2 n S / copy bandwidth (every input read once, every output written once, at the
 // speed of the GPU's own device-to-device copy); with one rank per GPU, 2 S / copy bandwidth.

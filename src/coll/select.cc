@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string>
 
+#include "core/log.h"
+#include "core/params.h"
 #include "core/text.h"
 
 namespace cohort::coll {
@@ -73,6 +75,16 @@ const DefaultRule kDefaults[] = {
     {Collective::kBarrier, SIZE_MAX, 0, "flags", 0, "GPU: one handshake"},
 };
 
+// ", <= 16 ranks", ", 2-4 hosts", ", >= 2 hosts", ", 1 host"; "" for any.  `what`: singular.
+std::string describe_limits(int lo, int hi, const char *what) {
+  const std::string many = std::string(what) + "s";
+  if (lo <= 0 && hi <= 0) return "";
+  if (hi <= 0) return ", >= " + std::to_string(lo) + " " + many;
+  if (lo <= 0) return ", <= " + std::to_string(hi) + " " + many;
+  if (lo == hi) return ", " + std::to_string(lo) + " " + (lo == 1 ? what : many.c_str());
+  return ", " + std::to_string(lo) + "-" + std::to_string(hi) + " " + many;
+}
+
 std::string collective_names() {
   std::string names;
   for (int c = 0; c < static_cast<int>(Collective::kCount); ++c) {
@@ -90,10 +102,15 @@ std::string names_of(Collective c) {
   return names;
 }
 
+// The source of the rule being parsed ("COHORT_COLL_ALGO", or a tuning file and line), for
+// its errors; parsing runs on one thread at a time per Selection, so a thread-local suffices.
+thread_local const std::string *t_source = nullptr;
+
 Status bad_rule(std::string_view rule, const std::string &why) {
   return failf(COHORT_ERR_INVALID_ARG,
-               "COHORT_COLL_ALGO: rule '%.*s': %s (a rule is "
+               "%s: rule '%.*s': %s (a rule is "
                "COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS], e.g. allreduce:0-16K=direct)",
+               t_source != nullptr ? t_source->c_str() : "COHORT_COLL_ALGO",
                static_cast<int>(rule.size()), rule.data(), why.c_str());
 }
 
@@ -166,7 +183,7 @@ Status check_algorithm(std::string_view rule, const std::string &collective,
   return COHORT_SUCCESS;
 }
 
-Status parse_rule(std::string_view rule, SelectRule *out) {
+Status parse_rule_text(std::string_view rule, SelectRule *out) {
   size_t eq = rule.find('=');
   if (eq == std::string_view::npos) return bad_rule(rule, "no '='");
   std::string_view left = trim(rule.substr(0, eq));
@@ -189,11 +206,26 @@ Status parse_rule(std::string_view rule, SelectRule *out) {
   if (colon != std::string_view::npos) {
     if (s = parse_range(rule, left.substr(colon + 1), out); is_error(s)) return s;
   }
-  out->from_env = true;
+  out->origin = RuleOrigin::kEnvironment;
   return check_algorithm(rule, collective, name, at != std::string_view::npos, out);
 }
 
 }  // namespace
+
+Status parse_select_rule(std::string_view rule, const std::string &source, SelectRule *out) {
+  t_source = &source;
+  Status s = parse_rule_text(rule, out);
+  t_source = nullptr;
+  return s;
+}
+
+const char *rule_origin_name(RuleOrigin origin) {
+  switch (origin) {
+    case RuleOrigin::kTuningFile: return "the tuning file";
+    case RuleOrigin::kEnvironment: return "COHORT_COLL_ALGO";
+    default: return "the defaults";
+  }
+}
 
 bool parse_bytes(std::string_view text, size_t *out) {
   text = trim(text);
@@ -258,12 +290,44 @@ Status Selection::parse(std::string_view text, Selection *out) {
   std::vector<SelectRule> overrides;
   for (std::string_view rule_text : split(text, ";,")) {
     SelectRule rule;
-    Status s = parse_rule(rule_text, &rule);
+    Status s = parse_select_rule(rule_text, "COHORT_COLL_ALGO", &rule);
     if (is_error(s)) return s;
     overrides.insert(overrides.begin(), rule);  // the latest is tried first
   }
   selection.rules_.insert(selection.rules_.begin(), overrides.begin(), overrides.end());
+  selection.overrides_ = overrides.size();
   *out = std::move(selection);
+  return COHORT_SUCCESS;
+}
+
+void Selection::add_tuning(const Tuning &tuning) {
+  rules_.insert(rules_.begin() + static_cast<std::ptrdiff_t>(overrides_), tuning.rules.begin(),
+                tuning.rules.end());
+  tuning_machine_ = tuning.machine;
+}
+
+Status Selection::from_environment(Selection *out, std::string *settings) {
+  std::string rules, file;
+  Status s = param_string("COLL_ALGO", &rules);
+  if (!is_error(s)) s = param_string("TUNING_FILE", &file);
+  if (!is_error(s)) s = parse(rules, out);
+  Tuning tuning;
+  if (!is_error(s) && !file.empty()) s = load_tuning(file, &tuning);
+  if (is_error(s)) return s;
+  out->add_tuning(tuning);
+  if (settings != nullptr) {
+    *settings = "COHORT_COLL_ALGO='" + rules + "'";
+    // The text, not the path: hosts may keep the same file in different places.
+    if (!file.empty()) {
+      *settings += strprintf(" COHORT_TUNING_FILE: %zu rules, text hash %016llx",
+                             tuning.rules.size(), static_cast<unsigned long long>(tuning.hash));
+    }
+  }
+  if (!file.empty()) {
+    COHORT_LOG_INFO(COLL, "tuning file %s: %zu rules, measured on %s", file.c_str(),
+                    tuning.rules.size(),
+                    tuning.machine.empty() ? "(no machine line)" : tuning.machine.c_str());
+  }
   return COHORT_SUCCESS;
 }
 
@@ -275,7 +339,9 @@ const SelectRule *Selection::choose(Collective collective, cohort_memory_kind_t 
     }
     if ((rule.memory & memory_bit(memory)) == 0) continue;
     if (rule.max_ranks > 0 && ranks > rule.max_ranks) continue;
+    if (ranks < rule.min_ranks) continue;
     if (rule.min_hosts > 0 && hosts < rule.min_hosts) continue;
+    if (rule.max_hosts > 0 && hosts > rule.max_hosts) continue;
     return &rule;
   }
   return nullptr;
@@ -289,17 +355,19 @@ std::string Selection::describe() const {
             ? "any size"
             : format_bytes(rule.min_bytes) + " <= bytes < " +
                   (rule.max_bytes == SIZE_MAX ? "inf" : format_bytes(rule.max_bytes));
-    std::string ranks =
-        rule.max_ranks > 0 ? ", <= " + std::to_string(rule.max_ranks) + " ranks" : "";
-    if (rule.min_hosts > 0) ranks += ", >= " + std::to_string(rule.min_hosts) + " hosts";
+    std::string ranks = describe_limits(rule.min_ranks, rule.max_ranks, "rank") +
+                        describe_limits(rule.min_hosts, rule.max_hosts, "host");
     std::string target = rule.algorithm->name;
     if (rule.channels > 1) target += " x" + std::to_string(rule.channels) + " channels";
+    std::string why = rule.origin == RuleOrigin::kDefault
+                          ? rule.why
+                          : "(" + std::string(rule_origin_name(rule.origin)) + ")";
     char line[512];
     snprintf(line, sizeof(line), "  %-15s %-28s %-28s -> %-20s%s\n",
              collective_name(rule.collective), format_memory_kinds(rule.memory).c_str(),
-             (range + ranks).c_str(), target.c_str(),
-             rule.from_env ? "(COHORT_COLL_ALGO)" : rule.why);
+             (range + ranks).c_str(), target.c_str(), why.c_str());
     text += line;
+    if (!rule.measured.empty()) text += "      measured (bytes:us): " + rule.measured + "\n";
   }
   return text;
 }

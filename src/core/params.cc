@@ -103,6 +103,10 @@ const std::vector<ParamSpec> kParams = {
      "... with memory KINDS joined by + (host, cuda-host, cuda-managed, cuda-device), LO/HI bytes "
      "per rank (K, M, G), e.g. allreduce:0-4K=direct;broadcast=chain*2 (cohort_info --algorithms "
      "prints the table)"},
+    {"TUNING_FILE", ParamType::kString, "", "", "", kAny,
+     "a selection table measured on this machine (cohort_perf --calibrate FILE writes it): its "
+     "rules sit between COHORT_COLL_ALGO and the defaults; every rank of a team must read the "
+     "same text (cohort_info --algorithms prints it with the measured times)"},
 };
 
 // For Cohort's own tests: read like the others, listed apart (cohort_info --params testing).

@@ -19,8 +19,7 @@
 namespace cohort {
 
 Status CollFront::configure() {
-  Status s = param_string("COLL_ALGO", &selection_text_);
-  if (!is_error(s)) s = coll::Selection::parse(selection_text_, &selection_);
+  Status s = coll::Selection::from_environment(&selection_, &selection_text_);
   if (!is_error(s)) s = param_double("COLL_TIMEOUT", &timeout_s_);
   int64_t chunk = 0;
   if (!is_error(s)) s = param_int("STAGED_CHUNK_BYTES", &chunk);
@@ -40,8 +39,7 @@ Status CollFront::configure() {
 }
 
 std::string CollFront::settings() const {
-  return "COHORT_COLL_ALGO='" + selection_text_ +
-         "' COHORT_STAGED_CHUNK_BYTES=" + std::to_string(chunk_bytes_);
+  return selection_text_ + " COHORT_STAGED_CHUNK_BYTES=" + std::to_string(chunk_bytes_);
 }
 
 Status CollFront::run(const CollCall &call) {
@@ -128,9 +126,16 @@ Status CollFront::choose(const CollCall &call, coll::CollArgs *args,
       !coll::is_vcollective(call.collective)) {
     return COHORT_SUCCESS;
   }
-  *rule = selection_.choose(call.collective, args->memory, args->count * args->elem_size,
-                            info_.size, info_.layout.node_count);
-  if (*rule != nullptr) return COHORT_SUCCESS;
+  const size_t bytes = args->count * args->elem_size;
+  *rule =
+      selection_.choose(call.collective, args->memory, bytes, info_.size, info_.layout.node_count);
+  if (*rule != nullptr) {
+    COHORT_LOG_TRACE(COLL, "%s: %s of %zu bytes on %s memory: %s on %d channel(s), from %s",
+                     info_.name.c_str(), name, bytes, cohort_memory_kind_name(args->memory),
+                     (*rule)->algorithm->name, (*rule)->channels,
+                     coll::rule_origin_name((*rule)->origin));
+    return COHORT_SUCCESS;
+  }
   if (args->memory == COHORT_MEMORY_CUDA_DEVICE) {
     return failf(COHORT_ERR_NOT_SUPPORTED,
                  "%s on GPU device memory: no algorithm in the selection table takes it (check "

@@ -1,0 +1,160 @@
+// Tuning files (COHORT_TUNING_FILE): the rules cohort_perf --calibrate measured, read at team
+// creation between COHORT_COLL_ALGO's overrides and the defaults.  Every problem is a named
+// COHORT_ERR_INVALID_ARG that gives the file, the line and what is expected.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "coll/select.h"
+#include "core/hash.h"
+#include "core/text.h"
+
+namespace cohort::coll {
+namespace {
+
+constexpr const char *kHeader = "cohort-tuning 1";
+constexpr size_t kMaxFileBytes = 4u << 20;
+
+struct Line {
+  const std::string &source;
+  int number;
+  std::string_view text;
+};
+
+Status bad_line(const Line &line, const std::string &why) {
+  return failf(COHORT_ERR_INVALID_ARG, "%s:%d: %s (the line: '%.*s')", line.source.c_str(),
+               line.number, why.c_str(), static_cast<int>(line.text.size()), line.text.data());
+}
+
+// "4" -> [4, 4]; "2-8" -> [2, 8]; both at least 1.
+bool parse_count_range(std::string_view text, int *lo, int *hi) {
+  size_t dash = text.find('-');
+  size_t a = 0, b = 0;
+  if (!parse_bytes(text.substr(0, dash), &a)) return false;
+  b = a;
+  if (dash != std::string_view::npos && !parse_bytes(text.substr(dash + 1), &b)) return false;
+  if (a < 1 || b < a || b > (1u << 24)) return false;
+  *lo = static_cast<int>(a);
+  *hi = static_cast<int>(b);
+  return true;
+}
+
+// "8:3.1,1K:3.4" -> "8:3.1 1K:3.4"; false unless every pair is a size and a time > 0.
+bool parse_measured(std::string_view text, std::string *out) {
+  out->clear();
+  for (std::string_view pair : split(text, ",")) {
+    size_t colon = pair.find(':');
+    size_t bytes = 0;
+    if (colon == std::string_view::npos || !parse_bytes(pair.substr(0, colon), &bytes)) {
+      return false;
+    }
+    std::string us(trim(pair.substr(colon + 1)));
+    char *end = nullptr;
+    double value = std::strtod(us.c_str(), &end);
+    if (us.empty() || *end != '\0' || !(value > 0)) return false;
+    *out += (out->empty() ? "" : " ") + format_bytes(bytes) + ":" + us;
+  }
+  return !out->empty();
+}
+
+// "ranks=4 hosts=1 us=8:3.1" after the rule; ranks and hosts are required.
+Status parse_conditions(const Line &line, std::string_view rest, SelectRule *rule) {
+  bool ranks = false, hosts = false;
+  for (std::string_view token : split(rest, " \t")) {
+    size_t eq = token.find('=');
+    std::string_view key = token.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? "" : token.substr(eq + 1);
+    if (key == "ranks" && !ranks) {
+      ranks = parse_count_range(value, &rule->min_ranks, &rule->max_ranks);
+      if (!ranks) return bad_line(line, "ranks= takes N or LO-HI, at least 1");
+    } else if (key == "hosts" && !hosts) {
+      hosts = parse_count_range(value, &rule->min_hosts, &rule->max_hosts);
+      if (!hosts) return bad_line(line, "hosts= takes N or LO-HI, at least 1");
+    } else if (key == "us" && rule->measured.empty()) {
+      if (!parse_measured(value, &rule->measured)) {
+        return bad_line(line,
+                        "us= takes BYTES:MICROSECONDS pairs joined by ',', e.g. 8:3.1,1K:3.4");
+      }
+    } else {
+      return bad_line(line,
+                      "'" + std::string(token) + "' is not ranks=, hosts= or us=, or comes twice");
+    }
+  }
+  if (!ranks || !hosts) return bad_line(line, "a rule needs ranks= and hosts=");
+  return COHORT_SUCCESS;
+}
+
+Status parse_rule_line(const Line &line, std::string_view body, Tuning *out) {
+  body = trim(body);
+  size_t space = body.find_first_of(" \t");
+  SelectRule rule;
+  std::string where = line.source + ":" + std::to_string(line.number);
+  Status s = parse_select_rule(body.substr(0, space), where, &rule);
+  if (is_error(s)) return s;
+  rule.origin = RuleOrigin::kTuningFile;
+  std::string_view rest = space == std::string_view::npos ? "" : body.substr(space);
+  if (s = parse_conditions(line, rest, &rule); is_error(s)) return s;
+  out->rules.push_back(std::move(rule));
+  return COHORT_SUCCESS;
+}
+
+}  // namespace
+
+Status parse_tuning(std::string_view text, const std::string &source, Tuning *out) {
+  Tuning tuning;
+  tuning.hash = fnv1a(text);
+  bool header = false;
+  int number = 0;
+  for (std::string_view rest = text; !rest.empty() || number == 0;) {
+    size_t end = rest.find('\n');
+    Line line{source, ++number, trim(rest.substr(0, end))};
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (line.text.empty() || line.text.front() == '#') continue;
+    if (!header) {
+      if (line.text != kHeader) {
+        return bad_line(line, std::string("the first line that is no comment must be '") + kHeader +
+                                  "' (a file written by cohort_perf --calibrate)");
+      }
+      header = true;
+      continue;
+    }
+    std::string_view word = line.text.substr(0, line.text.find_first_of(" \t"));
+    std::string_view body = line.text.substr(word.size());
+    Status s = COHORT_SUCCESS;
+    if (word == "rule") {
+      s = parse_rule_line(line, body, &tuning);
+    } else if (word == "machine" && tuning.machine.empty()) {
+      tuning.machine = std::string(trim(body));
+    } else {
+      s = bad_line(line, "a line is 'rule ...', 'machine ...' (once) or a '#' comment");
+    }
+    if (is_error(s)) return s;
+  }
+  if (!header) {
+    return failf(COHORT_ERR_INVALID_ARG,
+                 "%s: empty: no '%s' line (a file written by "
+                 "cohort_perf --calibrate)",
+                 source.c_str(), kHeader);
+  }
+  *out = std::move(tuning);
+  return COHORT_SUCCESS;
+}
+
+Status load_tuning(const std::string &path, Tuning *out) {
+  const std::string source = "COHORT_TUNING_FILE=" + path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: cannot open the file: %s", source.c_str(),
+                 strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad() || text.str().size() > kMaxFileBytes) {
+    return failf(COHORT_ERR_INVALID_ARG, "%s: %s", source.c_str(),
+                 in.bad() ? "cannot read the file" : "larger than 4 MiB: not a tuning file");
+  }
+  return parse_tuning(text.str(), source, out);
+}
+
+}  // namespace cohort::coll

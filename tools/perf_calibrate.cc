@@ -1,0 +1,249 @@
+#include "perf_calibrate.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "cohort.h"
+#include "perf_table.h"
+#include "coll/dtype.h"
+#include "coll/select.h"
+#include "core/build_info_text.h"
+
+namespace cohort::perf {
+namespace {
+
+// A change of winner needs the new one this much faster than the current one.
+constexpr double kHysteresis = 1.05;
+
+struct Candidate {
+  const coll::AlgorithmInfo *algorithm;
+  int channels;
+  std::string label() const {
+    return algorithm->name + (channels > 1 ? "*" + std::to_string(channels) : std::string());
+  }
+};
+
+// One collective's measurements: the selection's bytes (one rank's message) per size, and
+// each candidate's time there (-1: not measured).
+struct Grid {
+  Collective collective;
+  std::vector<Candidate> candidates;
+  std::vector<size_t> bytes;
+  std::vector<std::vector<double>> us;  // [candidate][size]
+};
+
+std::vector<Candidate> candidates_of(Collective c, cohort_memory_kind_t kind) {
+  std::vector<Candidate> out;
+  for (const coll::AlgorithmInfo &info : coll::algorithm_table()) {
+    if (info.collective != c || (info.memory & coll::memory_bit(kind)) == 0) continue;
+    out.push_back({&info, 1});
+    if (info.splits) out.push_back({&info, 2});
+  }
+  return out;
+}
+
+// Runs the sweep of one candidate and puts its times into the grid; the exit status.
+int measure(const SweepOptions &opt, const Job &job, Grid *grid, size_t k, SweepResult *result) {
+  const Candidate &cand = grid->candidates[k];
+  const std::string rule = std::string(coll::collective_name(grid->collective)) + "@" +
+                           (opt.memory == MemoryKind::kCuda ? "cuda-device" : "host") + "=" +
+                           cand.label();
+  setenv("COHORT_COLL_ALGO", rule.c_str(), 1);
+  if (job.rank == 0) printf("#\n# --calibrate: COHORT_COLL_ALGO=%s\n", rule.c_str());
+  fflush(stdout);
+  SweepOptions one = opt;
+  one.collectives = {grid->collective};
+  one.json.clear();  // one sweep per candidate: the tuning file is the result
+  const int rc = run_sweep(one, job, result);
+  const size_t elem_size = coll::dtype_size(opt.dtype);
+  for (const Row &row : result->rows) {
+    const double us = row.runs[0].time_us;
+    if (row.shape.count == 0 || us <= 0) continue;
+    const size_t bytes = row.shape.count * elem_size;
+    size_t i = 0;
+    while (i < grid->bytes.size() && grid->bytes[i] != bytes) ++i;
+    if (i == grid->bytes.size()) {
+      grid->bytes.push_back(bytes);
+      for (auto &times : grid->us) times.push_back(-1);
+    }
+    grid->us[k][i] = us;
+  }
+  return rc;
+}
+
+// The fastest measured candidate at size i; -1 when none was.
+int fastest(const Grid &grid, size_t i) {
+  int best = -1;
+  for (size_t k = 0; k < grid.candidates.size(); ++k) {
+    const double t = grid.us[k][i];
+    if (t > 0 && (best < 0 || t < grid.us[best][i])) best = static_cast<int>(k);
+  }
+  return best;
+}
+
+std::string format_us(double us) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f", us);
+  return text;
+}
+
+// The rules of one collective: ranges of sizes with one winner each.
+std::vector<std::string> rules_of(const Grid &grid, const std::string &memory,
+                                  const std::string &where) {
+  struct Range {
+    size_t first;
+    int winner;
+  };
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < grid.bytes.size(); ++i) {
+    const int best = fastest(grid, i);
+    if (best < 0) continue;
+    if (!ranges.empty()) {
+      const double current = grid.us[ranges.back().winner][i];
+      if (current > 0 && current <= kHysteresis * grid.us[best][i]) continue;
+    }
+    ranges.push_back({i, best});
+  }
+  std::vector<std::string> lines;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : grid.bytes.size();
+    const Candidate &cand = grid.candidates[ranges[r].winner];
+    std::string line = std::string("rule ") + coll::collective_name(grid.collective) + "@" +
+                       memory + ":" +
+                       (r == 0 ? "0" : coll::format_bytes(grid.bytes[ranges[r].first])) + "-" +
+                       (end < grid.bytes.size() ? coll::format_bytes(grid.bytes[end]) : "") + "=" +
+                       cand.label() + " " + where + " us=";
+    for (size_t i = ranges[r].first; i < end; ++i) {
+      const double t = grid.us[ranges[r].winner][i];
+      if (t > 0)
+        line += (i == ranges[r].first ? "" : ",") + coll::format_bytes(grid.bytes[i]) + ":" +
+                format_us(t);
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// "# allreduce 8: direct 3.10, ring 4.20": every candidate's time per size.
+std::vector<std::string> comments_of(const Grid &grid) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < grid.bytes.size(); ++i) {
+    std::string line = std::string("# ") + coll::collective_name(grid.collective) + " " +
+                       coll::format_bytes(grid.bytes[i]) + ":";
+    for (size_t k = 0; k < grid.candidates.size(); ++k) {
+      const double t = grid.us[k][i];
+      line += (k == 0 ? " " : ", ") + grid.candidates[k].label() + " " +
+              (t > 0 ? format_us(t) : std::string("n/a"));
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string machine_line(const SweepOptions &opt, const Job &job, const SweepResult &last) {
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::string text = std::string(host) + ": " +
+                     (opt.memory == MemoryKind::kCuda ? last.gpu_name + " device memory"
+                                                      : std::string("host memory")) +
+                     ", " + std::to_string(job.ranks) + " ranks on " + std::to_string(last.nodes) +
+                     " host(s), " + std::to_string(cores) + " cores, " +
+                     coll::dtype_name(opt.dtype) + ", Cohort " + version_text();
+  return text;
+}
+
+// Rank 0: writes the file and reads it back through the library's own parser.
+bool write_file(const std::string &path, const std::string &machine,
+                const std::vector<std::string> &comments, const std::vector<std::string> &rules) {
+  FILE *f = fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    fprintf(stderr, "cohort_perf: --calibrate %s: cannot write: %m\n", path.c_str());
+    return false;
+  }
+  char date[64];
+  const time_t now = time(nullptr);
+  strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  fprintf(f, "# Cohort's selection table, measured by cohort_perf --calibrate on %s.\n", date);
+  fprintf(f, "# Use it with COHORT_TUNING_FILE=%s; cohort_info --algorithms prints it.\n",
+          path.c_str());
+  fprintf(f, "# Every candidate's time per call (us, out of place) by one rank's bytes:\n");
+  for (const std::string &line : comments) fprintf(f, "%s\n", line.c_str());
+  fprintf(f, "cohort-tuning 1\nmachine %s\n", machine.c_str());
+  for (const std::string &line : rules) fprintf(f, "%s\n", line.c_str());
+  if (fclose(f) != 0) {
+    fprintf(stderr, "cohort_perf: --calibrate %s: cannot write: %m\n", path.c_str());
+    return false;
+  }
+  coll::Tuning tuning;
+  if (is_error(coll::load_tuning(path, &tuning))) {
+    fprintf(stderr, "cohort_perf: --calibrate wrote a file it cannot read back: %s\n",
+            cohort_last_error());
+    return false;
+  }
+  printf(
+      "#\n# --calibrate: %zu rules written to %s (machine: %s)\n"
+      "# use them with COHORT_TUNING_FILE=%s on every rank\n",
+      tuning.rules.size(), path.c_str(), machine.c_str(), path.c_str());
+  return true;
+}
+
+}  // namespace
+
+int run_calibrate(const SweepOptions &opt, const Job &job) {
+  const char *given = getenv("COHORT_COLL_ALGO");
+  const std::string saved = given != nullptr ? given : "";
+  if (given != nullptr && job.rank == 0) {
+    fprintf(stderr, "cohort_perf: --calibrate sets COHORT_COLL_ALGO itself; '%s' is ignored\n",
+            given);
+  }
+  const cohort_memory_kind_t kind =
+      opt.memory == MemoryKind::kCuda ? COHORT_MEMORY_CUDA_DEVICE : COHORT_MEMORY_HOST;
+  const std::string memory = opt.memory == MemoryKind::kCuda ? "cuda-device" : "host";
+  std::vector<std::string> rules, comments;
+  SweepResult last;
+  int rc = 0;
+  for (Collective c : opt.collectives) {
+    Grid grid{c, candidates_of(c, kind), {}, {}};
+    if (grid.candidates.size() < 2) {
+      if (job.rank == 0) {
+        printf("#\n# --calibrate: %s has %s on %s memory: nothing to choose\n",
+               coll::collective_name(c), grid.candidates.empty() ? "no algorithm" : "one algorithm",
+               memory.c_str());
+      }
+      continue;
+    }
+    grid.us.assign(grid.candidates.size(), {});
+    for (size_t k = 0; k < grid.candidates.size() && rc == 0; ++k) {
+      rc = measure(opt, job, &grid, k, &last);
+    }
+    if (rc != 0) break;
+    const std::string where =
+        "ranks=" + std::to_string(job.ranks) + " hosts=" + std::to_string(last.nodes);
+    for (const std::string &line : rules_of(grid, memory, where)) rules.push_back(line);
+    for (const std::string &line : comments_of(grid)) comments.push_back(line);
+  }
+  if (given != nullptr) {
+    setenv("COHORT_COLL_ALGO", saved.c_str(), 1);
+  } else {
+    unsetenv("COHORT_COLL_ALGO");
+  }
+  if (rc != 0) return rc;
+  if (rules.empty()) {
+    if (job.rank == 0) fprintf(stderr, "cohort_perf: --calibrate: nothing was measured\n");
+    return 1;
+  }
+  bool ok =
+      job.rank != 0 || write_file(opt.calibrate, machine_line(opt, job, last), comments, rules);
+  int all = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all ? 0 : 1;
+}
+
+}  // namespace cohort::perf
