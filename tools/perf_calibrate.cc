@@ -59,9 +59,18 @@ int measure(const SweepOptions &opt, const Job &job, Grid *grid, size_t k, Sweep
   fflush(stdout);
   SweepOptions one = opt;
   one.collectives = {grid->collective};
+  // No size beyond what the algorithm takes: the selection would hand those to another rule.
+  const size_t elem_size = coll::dtype_size(opt.dtype);
+  one.max_bytes = 0;
+  for (size_t bytes : sweep_sizes(opt)) {
+    if (shape_of(grid->collective, bytes, elem_size, job.ranks).count * elem_size <=
+        cand.algorithm->max_bytes) {
+      one.max_bytes = bytes;
+    }
+  }
+  if (one.max_bytes < one.min_bytes) return 0;
   one.json.clear();  // one sweep per candidate: the tuning file is the result
   const int rc = run_sweep(one, job, result);
-  const size_t elem_size = coll::dtype_size(opt.dtype);
   for (const Row &row : result->rows) {
     const double us = row.runs[0].time_us;
     if (row.shape.count == 0 || us <= 0) continue;

@@ -73,7 +73,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"oneshot", AlgorithmId::kOneShot, Collective::kAllreduce,
        "GPU: every rank pushes its input into every peer's window, then reduces all of them; "
        "one handshake, up to 64 KB",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"twoshot", AlgorithmId::kTwoShot, Collective::kAllreduce,
        "GPU: per 128 KB step of each block, each rank reduces one slice of every rank's data "
        "and pushes the result to the others (reduce-scatter + allgather through the windows)",
@@ -84,7 +84,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        nullptr, kDeviceMemory},
       {"oneshot", AlgorithmId::kOneShot, Collective::kBroadcast,
        "GPU: the root pushes its message into every peer's window; one handshake, up to 64 KB",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"pipelined", AlgorithmId::kPipelined, Collective::kBroadcast,
        "GPU: the root stages 128 KB steps in its window, the peers pull them (two halves in "
        "turn)",
@@ -92,7 +92,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"oneshot", AlgorithmId::kOneShot, Collective::kReduce,
        "GPU: every rank pushes its message into the root's window, the root reduces; one "
        "handshake, up to 64 KB",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"pipelined", AlgorithmId::kPipelined, Collective::kReduce,
        "GPU: per step each rank reduces one slice of every rank's data and writes it into the "
        "root's window",
@@ -100,7 +100,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"oneshot", AlgorithmId::kOneShot, Collective::kAllgather,
        "GPU: every rank pushes its block into every peer's window; one handshake, up to 64 KB "
        "per rank",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"pipelined", AlgorithmId::kPipelined, Collective::kAllgather,
        "GPU: per step every rank pushes a slice of its block into every peer's window (two "
        "halves in turn)",
@@ -108,7 +108,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"oneshot", AlgorithmId::kOneShot, Collective::kReduceScatter,
        "GPU: every rank pushes block q of its input into rank q's window, q reduces; one "
        "handshake, up to 64 KB per rank",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"pipelined", AlgorithmId::kPipelined, Collective::kReduceScatter,
        "GPU: per step every rank pushes a slice of block q into rank q's window, q reduces (two "
        "halves in turn)",
@@ -116,7 +116,7 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"oneshot", AlgorithmId::kOneShot, Collective::kAlltoall,
        "GPU: every rank pushes block q of its input into rank q's window; one handshake, up to "
        "64 KB per peer",
-       nullptr, kDeviceMemory},
+       nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
       {"pipelined", AlgorithmId::kPipelined, Collective::kAlltoall,
        "GPU: per step every rank pushes a slice of block q into rank q's window (two halves in "
        "turn)",

@@ -153,7 +153,13 @@ struct AlgorithmInfo {
   // Whether its buffers are one contiguous range (allreduce, reduce, broadcast): then it can
   // run on several channels, each over a part (multi_channel.h).
   bool splits = false;
+  // The largest message (bytes of one rank's, as the selection counts them) it takes: a rule
+  // naming it covers no larger call, which falls to the next rule that matches.
+  size_t max_bytes = SIZE_MAX;
 };
+
+// The one-shot GPU kernels' largest message (k::kOneShotBytes, checked where both are seen).
+constexpr size_t kOneShotMaxBytes = 64 << 10;
 
 const std::vector<AlgorithmInfo> &algorithm_table();
 const AlgorithmInfo *find_algorithm(Collective collective, const char *name);

@@ -334,7 +334,8 @@ Status Selection::from_environment(Selection *out, std::string *settings) {
 const SelectRule *Selection::choose(Collective collective, cohort_memory_kind_t memory,
                                     size_t bytes, int ranks, int hosts) const {
   for (const SelectRule &rule : rules_) {
-    if (rule.collective != collective || bytes < rule.min_bytes || bytes >= rule.max_bytes) {
+    if (rule.collective != collective || bytes < rule.min_bytes || bytes >= rule.max_bytes ||
+        bytes > rule.algorithm->max_bytes) {
       continue;
     }
     if ((rule.memory & memory_bit(memory)) == 0) continue;

@@ -7,7 +7,9 @@
 // every kind the algorithm runs on); LO and HI are bytes of one rank's message (K, M, G
 // suffixes; either may be left out), the range is [LO, HI); CHANNELS runs the algorithm on
 // that many of the plan's channels, each over a part of the buffer.  A later rule wins over an
-// earlier one, every override over the defaults.  A call no rule covers (today: any on CUDA
+// earlier one, every override over the defaults; a rule covers no call larger than its
+// algorithm takes (AlgorithmInfo::max_bytes: the one-shot kernels' 64 KB), which falls to the
+// next rule.  A call no rule covers (today: any on CUDA
 // device memory) is refused with COHORT_ERR_NOT_SUPPORTED.  A tuning file (COHORT_TUNING_FILE,
 // below) adds measured rules between the overrides and the defaults.
 #pragma once

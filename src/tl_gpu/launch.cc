@@ -36,6 +36,9 @@ Status copy_alone(const coll::Call &call, cudaStream_t stream) {
                      "copying a one-rank collective's input on the GPU");
 }
 
+static_assert(k::kOneShotBytes == coll::kOneShotMaxBytes,
+              "the selection's one-shot limit is the kernels'");
+
 Status too_big_for_oneshot(const coll::Call &call, size_t bytes) {
   return failf(COHORT_ERR_INVALID_ARG,
                "%s on GPU device memory: algorithm oneshot takes at most %zu bytes per rank, this "

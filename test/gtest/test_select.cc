@@ -113,6 +113,21 @@ TEST(Selection, MemoryKindsSelectHostOrGpuAlgorithms) {
   EXPECT_NE(s.describe().find("host+cuda-host"), std::string::npos) << s.describe();
 }
 
+// A rule covers no call larger than its algorithm takes: such a call falls to the next rule.
+TEST(Selection, RulesStopWhereTheirAlgorithmStops) {
+  Selection s;
+  ASSERT_EQ(Selection::parse("allreduce@cuda-device=oneshot; allgather@cuda-device=oneshot", &s),
+            COHORT_SUCCESS)
+      << last_error();
+  for (Collective c : {Collective::kAllreduce, Collective::kAllgather}) {
+    EXPECT_EQ(chosen(s, c, kOneShotMaxBytes, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "oneshot");
+    EXPECT_EQ(chosen(s, c, kOneShotMaxBytes + 1, 4, 1, COHORT_MEMORY_CUDA_DEVICE), "zerocopy")
+        << collective_name(c) << ": the defaults take it";
+  }
+  EXPECT_EQ(find_algorithm(Collective::kAllreduce, "oneshot")->max_bytes, kOneShotMaxBytes);
+  EXPECT_EQ(find_algorithm(Collective::kAllreduce, "twoshot")->max_bytes, SIZE_MAX);
+}
+
 TEST(Selection, ChannelCountsRunSplittableAlgorithmsOnSeveralChannels) {
   Selection s;
   ASSERT_EQ(Selection::parse("allreduce:1M-=ring*4; broadcast=chain*2", &s), COHORT_SUCCESS)
