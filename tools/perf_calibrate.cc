@@ -1,19 +1,17 @@
 #include "perf_calibrate.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "cohort.h"
 #include "perf_table.h"
+#include "perf_tuning_file.h"
 #include "coll/dtype.h"
 #include "coll/select.h"
-#include "core/build_info_text.h"
 
 namespace cohort::perf {
 namespace {
@@ -139,12 +137,11 @@ std::vector<std::string> rules_of(const Grid &grid, const std::string &memory,
   return lines;
 }
 
-// "# allreduce 8: direct 3.10, ring 4.20": every candidate's time per size.
-std::vector<std::string> comments_of(const Grid &grid) {
+// "# [KEY] 8: direct 3.10, ring 4.20": every candidate's time per size.
+std::vector<std::string> comments_of(const Grid &grid, const std::string &key) {
   std::vector<std::string> lines;
   for (size_t i = 0; i < grid.bytes.size(); ++i) {
-    std::string line = std::string("# ") + coll::collective_name(grid.collective) + " " +
-                       coll::format_bytes(grid.bytes[i]) + ":";
+    std::string line = "# [" + key + "] " + coll::format_bytes(grid.bytes[i]) + ":";
     for (size_t k = 0; k < grid.candidates.size(); ++k) {
       const double t = grid.us[k][i];
       line += (k == 0 ? " " : ", ") + grid.candidates[k].label() + " " +
@@ -153,54 +150,6 @@ std::vector<std::string> comments_of(const Grid &grid) {
     lines.push_back(line);
   }
   return lines;
-}
-
-std::string machine_line(const SweepOptions &opt, const Job &job, const SweepResult &last) {
-  char host[256] = "?";
-  gethostname(host, sizeof(host) - 1);
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  std::string text = std::string(host) + ": " +
-                     (opt.memory == MemoryKind::kCuda ? last.gpu_name + " device memory"
-                                                      : std::string("host memory")) +
-                     ", " + std::to_string(job.ranks) + " ranks on " + std::to_string(last.nodes) +
-                     " host(s), " + std::to_string(cores) + " cores, " +
-                     coll::dtype_name(opt.dtype) + ", Cohort " + version_text();
-  return text;
-}
-
-// Rank 0: writes the file and reads it back through the library's own parser.
-bool write_file(const std::string &path, const std::string &machine,
-                const std::vector<std::string> &comments, const std::vector<std::string> &rules) {
-  FILE *f = fopen(path.c_str(), "w");
-  if (f == nullptr) {
-    fprintf(stderr, "cohort_perf: --calibrate %s: cannot write: %m\n", path.c_str());
-    return false;
-  }
-  char date[64];
-  const time_t now = time(nullptr);
-  strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  fprintf(f, "# Cohort's selection table, measured by cohort_perf --calibrate on %s.\n", date);
-  fprintf(f, "# Use it with COHORT_TUNING_FILE=%s; cohort_info --algorithms prints it.\n",
-          path.c_str());
-  fprintf(f, "# Every candidate's time per call (us, out of place) by one rank's bytes:\n");
-  for (const std::string &line : comments) fprintf(f, "%s\n", line.c_str());
-  fprintf(f, "cohort-tuning 1\nmachine %s\n", machine.c_str());
-  for (const std::string &line : rules) fprintf(f, "%s\n", line.c_str());
-  if (fclose(f) != 0) {
-    fprintf(stderr, "cohort_perf: --calibrate %s: cannot write: %m\n", path.c_str());
-    return false;
-  }
-  coll::Tuning tuning;
-  if (is_error(coll::load_tuning(path, &tuning))) {
-    fprintf(stderr, "cohort_perf: --calibrate wrote a file it cannot read back: %s\n",
-            cohort_last_error());
-    return false;
-  }
-  printf(
-      "#\n# --calibrate: %zu rules written to %s (machine: %s)\n"
-      "# use them with COHORT_TUNING_FILE=%s on every rank\n",
-      tuning.rules.size(), path.c_str(), machine.c_str(), path.c_str());
-  return true;
 }
 
 }  // namespace
@@ -212,10 +161,16 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
     fprintf(stderr, "cohort_perf: --calibrate sets COHORT_COLL_ALGO itself; '%s' is ignored\n",
             given);
   }
+  const std::string unusable =
+      first_error(MPI_COMM_WORLD, job.rank == 0 ? tuning_file_usable(opt.calibrate) : "");
+  if (!unusable.empty()) {
+    if (job.rank == 0) fprintf(stderr, "cohort_perf: --calibrate: %s\n", unusable.c_str());
+    return 1;
+  }
   const cohort_memory_kind_t kind =
       opt.memory == MemoryKind::kCuda ? COHORT_MEMORY_CUDA_DEVICE : COHORT_MEMORY_HOST;
   const std::string memory = opt.memory == MemoryKind::kCuda ? "cuda-device" : "host";
-  std::vector<std::string> rules, comments;
+  std::vector<TuningBlock> blocks;
   SweepResult last;
   int rc = 0;
   for (Collective c : opt.collectives) {
@@ -235,8 +190,8 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
     if (rc != 0) break;
     const std::string where =
         "ranks=" + std::to_string(job.ranks) + " hosts=" + std::to_string(last.nodes);
-    for (const std::string &line : rules_of(grid, memory, where)) rules.push_back(line);
-    for (const std::string &line : comments_of(grid)) comments.push_back(line);
+    const std::string key = std::string(coll::collective_name(c)) + "@" + memory + " " + where;
+    blocks.push_back({key, comments_of(grid, key), rules_of(grid, memory, where)});
   }
   if (given != nullptr) {
     setenv("COHORT_COLL_ALGO", saved.c_str(), 1);
@@ -244,12 +199,25 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
     unsetenv("COHORT_COLL_ALGO");
   }
   if (rc != 0) return rc;
-  if (rules.empty()) {
+  if (blocks.empty()) {
     if (job.rank == 0) fprintf(stderr, "cohort_perf: --calibrate: nothing was measured\n");
     return 1;
   }
-  bool ok =
-      job.rank != 0 || write_file(opt.calibrate, machine_line(opt, job, last), comments, rules);
+  bool ok = true;
+  if (job.rank == 0) {
+    const std::string machine = machine_text(last.gpu_name);
+    size_t rules = 0;
+    const std::string why = write_tuning_file(opt.calibrate, machine, blocks, &rules);
+    ok = why.empty();
+    if (ok) {
+      printf(
+          "#\n# --calibrate: %zu rules in %s (machine: %s)\n"
+          "# use them with COHORT_TUNING_FILE=%s on every rank\n",
+          rules, opt.calibrate.c_str(), machine.c_str(), opt.calibrate.c_str());
+    } else {
+      fprintf(stderr, "cohort_perf: --calibrate: %s\n", why.c_str());
+    }
+  }
   int all = ok ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return all ? 0 : 1;

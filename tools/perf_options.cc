@@ -357,7 +357,11 @@ void usage(FILE *out) {
       "                 channels where it splits its buffer, forced through COHORT_COLL_ALGO\n"
       "                 and swept out of place; per size the fastest wins (a new winner must\n"
       "                 be 5%% faster).  Rank 0 writes the rules, for these ranks and hosts,\n"
-      "                 to FILE: load it with COHORT_TUNING_FILE=FILE on every rank\n"
+      "                 to FILE: load it with COHORT_TUNING_FILE=FILE on every rank.  An\n"
+      "                 existing FILE is merged: its rules for other collectives, memory, team\n"
+      "                 sizes or host counts stay (one file for runs at several sizes); a file\n"
+      "                 that is no tuning file, or was measured on another GPU or core count,\n"
+      "                 is refused before measuring\n"
       "Time is the average per iteration of the slowest rank.  When its stderr is a terminal,\n"
       "rank 0 shows progress there, on one line it erases before writing results.  Rank 0\n"
       "warns when the ranks of a host outnumber its cores.\n");

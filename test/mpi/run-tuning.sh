@@ -47,7 +47,7 @@ all_right() {
 }
 sweep="-c allreduce,broadcast -b 8 -e 64K -f 8 -n 3 -w 1"
 
-echo "1..11"
+echo "1..13"
 
 perf 2 "$COHORT_PERF" --calibrate "$dir/cal.tune" -c allreduce,broadcast,barrier -b 8 -e 64K \
   -f 8 -n 3 -w 1 --check
@@ -65,10 +65,37 @@ elif ! grep -q '^rule allreduce@host:0-' "$dir/cal.tune" || ! grep -q '^rule bro
   why="no rule from 0 bytes for allreduce and broadcast"
 else
   why=$(printed "# --calibrate: barrier has one algorithm on host memory: nothing to choose" 1)
-  [ -n "$why" ] || why=$(printed "# --calibrate: $rules rules written to $dir/cal.tune" 1)
+  [ -n "$why" ] || why=$(printed "# --calibrate: $rules rules in $dir/cal.tune" 1)
   [ -n "$why" ] || why=$(all_right)
 fi
 result "np=2 cohort_perf --calibrate writes a file of measured rules" "$why"
+
+# A run at 3 ranks merges into the file: the 2-rank blocks stay, allreduce's 3-rank block joins.
+cp "$dir/cal.tune" "$dir/two.tune"
+perf 3 "$COHORT_PERF" --calibrate "$dir/cal.tune" -c allreduce -b 8 -e 64K -f 8 -n 3 -w 1
+why=""
+if [ $rc -ne 0 ]; then
+  why="exit $rc"
+elif [ "$(grep '^rule ' "$dir/two.tune" | grep -vxFf "$dir/cal.tune" | wc -l)" -ne 0 ]; then
+  why="a rule of the 2-rank run is gone"
+elif ! grep -q '^rule allreduce@host:0-.* ranks=3 hosts=1 us=' "$dir/cal.tune"; then
+  why="no allreduce rule for 3 ranks"
+elif grep '^rule ' "$dir/cal.tune" | grep -v ' ranks=[23] hosts=1 ' | grep -q .; then
+  why="a rule for other ranks"
+elif [ "$(grep -c '^# \[allreduce@host ranks=3 hosts=1\] ' "$dir/cal.tune")" -ne 5 ]; then
+  why="not 5 sizes of times in the 3-rank block"
+fi
+rules=$(grep -c '^rule ' "$dir/cal.tune")
+result "np=3 cohort_perf --calibrate merges into the file, keeping the 2-rank rules" "$why"
+
+echo "not a tuning file" >"$dir/junk.tune"
+perf 2 "$COHORT_PERF" --calibrate "$dir/junk.tune" -c allreduce -n 1 -w 0
+why=""
+[ $rc -ne 0 ] || why="exit 0"
+[ -n "$why" ] || why=$(printed "$dir/junk.tune exists and is no tuning file" 1)
+if [ -z "$why" ] && grep -q "COHORT_COLL_ALGO=" "$log"; then why="it measured before refusing"; fi
+[ -n "$why" ] || [ "$(cat "$dir/junk.tune")" = "not a tuning file" ] || why="the file changed"
+result "np=2 --calibrate into a file that is no tuning file: refused before measuring, file kept" "$why"
 
 COHORT_TUNING_FILE="$dir/cal.tune" "$COHORT_INFO" --algorithms >"$log" 2>&1
 rc=$?

@@ -1,0 +1,128 @@
+#include "perf_tuning_file.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "coll/select.h"
+#include "core/build_info_text.h"
+#include "core/status.h"
+#include "core/text.h"
+
+namespace cohort::perf {
+namespace {
+
+constexpr const char *kHeader = "cohort-tuning 1";
+constexpr const char *kMachine = "machine ";
+
+// The key of a rule line ("rule allreduce@host:0-8K=ring ranks=2 hosts=1 ..." ->
+// "allreduce@host ranks=2 hosts=1"), or of a block's comment ("# [KEY] ..."); "" for others.
+std::string key_of(const std::string &line) {
+  if (line.rfind("# [", 0) == 0) {
+    const size_t end = line.find(']');
+    return end == std::string::npos ? "" : line.substr(3, end - 3);
+  }
+  if (line.rfind("rule ", 0) != 0) return "";
+  std::vector<std::string_view> words = split(line, " \t");
+  if (words.size() < 2) return "";
+  std::string key(words[1].substr(0, words[1].find_first_of(":=")));
+  for (std::string_view w : words) {
+    if (w.rfind("ranks=", 0) == 0 || w.rfind("hosts=", 0) == 0) key += " " + std::string(w);
+  }
+  return key;
+}
+
+// The part of a machine line that must match to merge.
+std::string kind_of_machine(const std::string &machine) {
+  return machine.substr(0, machine.find(", host "));
+}
+
+// The lines of the file at `path` to keep (every block whose key is not in `keys`), or why
+// they cannot be kept.  A missing file keeps nothing.
+std::string kept_lines(const std::string &path, const std::string &machine,
+                       const std::vector<std::string> &keys, std::vector<std::string> *out) {
+  std::ifstream in(path);
+  if (!in) return errno == ENOENT ? "" : "cannot read " + path + ": " + strerror(errno);
+  std::stringstream text;
+  text << in.rdbuf();
+  coll::Tuning old;
+  if (is_error(coll::parse_tuning(text.str(), path, &old))) {
+    return path + " exists and is no tuning file (" + last_error() + "): give another file name";
+  }
+  if (!machine.empty() && !old.machine.empty() &&
+      kind_of_machine(old.machine) != kind_of_machine(machine)) {
+    return path + " was measured on '" + old.machine + "', this is '" + machine +
+           "': give another file name";
+  }
+  bool body = false;
+  for (std::string line; std::getline(text, line);) {
+    const std::string_view trimmed = trim(line);
+    if (!body) {
+      body = trimmed == kHeader;
+      continue;
+    }
+    if (trimmed.rfind(kMachine, 0) == 0) continue;
+    const std::string key = key_of(std::string(trimmed));
+    if (!key.empty() && std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    out->push_back(line);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string tuning_file_usable(const std::string &path) {
+  std::vector<std::string> lines;
+  return kept_lines(path, "", {}, &lines);
+}
+
+std::string machine_text(const std::string &gpu_name) {
+  char host[256] = "?";
+  gethostname(host, sizeof(host) - 1);
+  return (gpu_name.empty() ? std::string("no GPU") : gpu_name) + ", " +
+         std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cores, host " + host + ", Cohort " +
+         version_text();
+}
+
+std::string write_tuning_file(const std::string &path, const std::string &machine,
+                              const std::vector<TuningBlock> &blocks, size_t *rules) {
+  std::vector<std::string> keys, kept;
+  for (const TuningBlock &b : blocks) keys.push_back(b.key);
+  std::string why = kept_lines(path, machine, keys, &kept);
+  if (!why.empty()) return why;
+  const std::string temporary = path + ".new";
+  FILE *f = fopen(temporary.c_str(), "w");
+  if (f == nullptr) return "cannot write " + temporary + ": " + strerror(errno);
+  char date[64];
+  const time_t now = time(nullptr);
+  strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  fprintf(f,
+          "# Cohort's selection table, measured by cohort_perf --calibrate (last run %s).\n"
+          "# Use it with COHORT_TUNING_FILE=%s; cohort_info --algorithms prints it.\n"
+          "# A block per collective, memory, team size and host count: every candidate's time\n"
+          "# per call (us, out of place) by one rank's bytes, then the rules.\n%s\n%s%s\n",
+          date, path.c_str(), kHeader, kMachine, machine.c_str());
+  for (const std::string &line : kept) fprintf(f, "%s\n", line.c_str());
+  for (const TuningBlock &b : blocks) {
+    for (const std::string &line : b.comments) fprintf(f, "%s\n", line.c_str());
+    for (const std::string &line : b.rules) fprintf(f, "%s\n", line.c_str());
+  }
+  if (fclose(f) != 0) return "cannot write " + temporary + ": " + strerror(errno);
+  coll::Tuning tuning;
+  if (is_error(coll::load_tuning(temporary, &tuning))) {
+    return "wrote a file it cannot read back (kept as " + temporary + "): " + last_error();
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    return "cannot rename " + temporary + " to " + path + ": " + strerror(errno);
+  }
+  *rules = tuning.rules.size();
+  return "";
+}
+
+}  // namespace cohort::perf
