@@ -170,7 +170,8 @@ std::vector<cohort::ParamProblem> environment_problems() {
   if (cohort::is_error(cohort::coll::Selection::from_environment(&selection, nullptr))) {
     std::string why = cohort::last_error();
     const char *name = why.starts_with("COHORT_TUNING_FILE") ? "TUNING_FILE" : "COLL_ALGO";
-    const std::string prefix = std::string("COHORT_") + name + ": ";
+    // "COHORT_COLL_ALGO: ..." or "COHORT_TUNING_FILE=/path:3: ...": the name goes before.
+    const std::string prefix = std::string("COHORT_") + name + (name[0] == 'T' ? "=" : ": ");
     if (why.starts_with(prefix)) why.erase(0, prefix.size());
     problems.push_back({std::string("COHORT_") + name, setting(name), why});
   }

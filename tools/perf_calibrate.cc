@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cohort.h"
+#include "perf_cuda.h"
 #include "perf_table.h"
 #include "perf_tuning_file.h"
 #include "coll/dtype.h"
@@ -117,22 +118,29 @@ std::vector<std::string> rules_of(const Grid &grid, const std::string &memory,
     }
     ranges.push_back({i, best});
   }
+  // Each range runs from where the last ended to the next one's first size, or to where its
+  // algorithm stops (then the next starts there).
   std::vector<std::string> lines;
+  size_t lo = 0;
   for (size_t r = 0; r < ranges.size(); ++r) {
     const size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : grid.bytes.size();
     const Candidate &cand = grid.candidates[ranges[r].winner];
+    size_t hi = end < grid.bytes.size() ? grid.bytes[end] : SIZE_MAX;
+    if (cand.algorithm->max_bytes < hi - 1) hi = cand.algorithm->max_bytes + 1;
     std::string line = std::string("rule ") + coll::collective_name(grid.collective) + "@" +
-                       memory + ":" +
-                       (r == 0 ? "0" : coll::format_bytes(grid.bytes[ranges[r].first])) + "-" +
-                       (end < grid.bytes.size() ? coll::format_bytes(grid.bytes[end]) : "") + "=" +
-                       cand.label() + " " + where + " us=";
+                       memory + ":" + coll::format_bytes(lo) + "-" +
+                       (hi == SIZE_MAX ? "" : coll::format_bytes(hi)) + "=" + cand.label() + " " +
+                       where + " us=";
     for (size_t i = ranges[r].first; i < end; ++i) {
       const double t = grid.us[ranges[r].winner][i];
-      if (t > 0)
+      if (t > 0 && grid.bytes[i] < hi) {
         line += (i == ranges[r].first ? "" : ",") + coll::format_bytes(grid.bytes[i]) + ":" +
                 format_us(t);
+      }
     }
     lines.push_back(line);
+    lo = hi;
+    if (lo == SIZE_MAX) break;
   }
   return lines;
 }
@@ -161,8 +169,13 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
     fprintf(stderr, "cohort_perf: --calibrate sets COHORT_COLL_ALGO itself; '%s' is ignored\n",
             given);
   }
+  // The GPU's name, for the file's machine line, before measuring (a run without one skips
+  // in its first sweep).
+  GpuBinding gpu;
+  if (opt.memory == MemoryKind::kCuda) bind_gpu(MPI_COMM_WORLD, &gpu);
+  const std::string machine = machine_text(gpu.name);
   const std::string unusable =
-      first_error(MPI_COMM_WORLD, job.rank == 0 ? tuning_file_usable(opt.calibrate) : "");
+      first_error(MPI_COMM_WORLD, job.rank == 0 ? tuning_file_usable(opt.calibrate, machine) : "");
   if (!unusable.empty()) {
     if (job.rank == 0) fprintf(stderr, "cohort_perf: --calibrate: %s\n", unusable.c_str());
     return 1;
@@ -205,7 +218,6 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
   }
   bool ok = true;
   if (job.rank == 0) {
-    const std::string machine = machine_text(last.gpu_name);
     size_t rules = 0;
     const std::string why = write_tuning_file(opt.calibrate, machine, blocks, &rules);
     ok = why.empty();

@@ -197,10 +197,10 @@ bool check_memory(Given *opt, std::string *error) {
 // --calibrate: a sweep (-c all unless -c is given) timed out of place, compared with nothing.
 bool check_calibrate(Given *given, std::string *error) {
   SweepOptions &s = given->sweep;
-  if (s.vs_mpi || given->vs_nccl || given->in_place) {
+  if (s.vs_mpi || given->vs_nccl || given->in_place || given->team_create || !given->json.empty()) {
     *error =
-        "--calibrate times Cohort's algorithms out of place against each other: leave "
-        "out --vs-mpi, --vs-nccl and --in-place";
+        "--calibrate times Cohort's algorithms out of place against each other and writes "
+        "its own file: leave out --vs-mpi, --vs-nccl, --in-place, --team-create and --json";
     return false;
   }
   if (s.collectives.empty()) parse_collectives("all", &s.collectives);

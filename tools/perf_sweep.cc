@@ -409,7 +409,6 @@ void Sweep::report(SweepResult *result) const {
   if (result == nullptr) return;
   result->rows = rows_;
   result->nodes = team_.node_count();
-  result->gpu_name = gpu_.gpu.name;
 }
 
 }  // namespace

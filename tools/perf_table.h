@@ -35,8 +35,7 @@ struct Row {
 // What a sweep measured, for --calibrate (run_sweep's `result`).
 struct SweepResult {
   std::vector<Row> rows;
-  int nodes = 1;         // the team's hosts (COHORT_HOST_ID's fake hosts count as hosts)
-  std::string gpu_name;  // -m cuda: this rank's GPU
+  int nodes = 1;  // the team's hosts (COHORT_HOST_ID's fake hosts count as hosts)
 };
 
 // --roofline: an allreduce of S bytes per rank on a GPU that n ranks share cannot take less

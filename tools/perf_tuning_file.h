@@ -15,13 +15,14 @@ struct TuningBlock {
   std::vector<std::string> rules;     // "rule allreduce@host:0-8K=direct ranks=2 hosts=1 us=..."
 };
 
-// The machine line: "NVIDIA H100 80GB HBM3, 16 cores, host node7, Cohort 0.1.0 (git ...)"; the
-// part before ", host " must match to merge into a file.
+// The machine line: "NVIDIA H100 80GB HBM3, 16 cores, host node7, Cohort 0.1.0 (git ...)", or
+// "no GPU, ..." for host memory; `gpu_name` "" for none.
 std::string machine_text(const std::string &gpu_name);
 
-// "" when --calibrate may write to `path` (no file there, or a tuning file), else why not:
-// checked before measuring.
-std::string tuning_file_usable(const std::string &path);
+// "" when --calibrate may write to `path` (no file there, or a tuning file measured with the
+// same cores and, where both ran on one, the same GPU as `machine`), else why not: checked
+// before measuring.
+std::string tuning_file_usable(const std::string &path, const std::string &machine);
 
 // Writes `blocks` to `path` after the blocks of the file already there whose keys differ, and
 // reads the result back through the library's parser.  "" or why not (nothing is written when

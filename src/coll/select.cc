@@ -102,16 +102,18 @@ std::string names_of(Collective c) {
   return names;
 }
 
-// The source of the rule being parsed ("COHORT_COLL_ALGO", or a tuning file and line), for
-// its errors; parsing runs on one thread at a time per Selection, so a thread-local suffices.
-thread_local const std::string *t_source = nullptr;
+// A rule and where it comes from ("COHORT_COLL_ALGO", or a tuning file and line), for errors.
+struct RuleText {
+  std::string_view text;
+  const std::string &source;
+};
 
-Status bad_rule(std::string_view rule, const std::string &why) {
+Status bad_rule(const RuleText &rule, const std::string &why) {
   return failf(COHORT_ERR_INVALID_ARG,
                "%s: rule '%.*s': %s (a rule is "
                "COLLECTIVE[@KINDS][:LO-HI]=ALGORITHM[*CHANNELS], e.g. allreduce:0-16K=direct)",
-               t_source != nullptr ? t_source->c_str() : "COHORT_COLL_ALGO",
-               static_cast<int>(rule.size()), rule.data(), why.c_str());
+               rule.source.c_str(), static_cast<int>(rule.text.size()), rule.text.data(),
+               why.c_str());
 }
 
 // "host+cuda-host" -> the set; false if a name is not a memory kind.
@@ -134,7 +136,7 @@ bool parse_memory_kinds(std::string_view text, MemoryKinds *out) {
 }
 
 // "ring*2" -> the algorithm's name and the channel count.
-Status parse_target(std::string_view rule, std::string_view target, std::string *name,
+Status parse_target(const RuleText &rule, std::string_view target, std::string *name,
                     int *channels) {
   size_t star = target.find('*');
   *name = std::string(trim(target.substr(0, star)));
@@ -149,7 +151,7 @@ Status parse_target(std::string_view rule, std::string_view target, std::string 
   return COHORT_SUCCESS;
 }
 
-Status parse_range(std::string_view rule, std::string_view range, SelectRule *out) {
+Status parse_range(const RuleText &rule, std::string_view range, SelectRule *out) {
   size_t dash = range.find('-');
   if (dash == std::string_view::npos) return bad_rule(rule, "a range is LO-HI");
   std::string_view lo = trim(range.substr(0, dash)), hi = trim(range.substr(dash + 1));
@@ -165,8 +167,8 @@ Status parse_range(std::string_view rule, std::string_view range, SelectRule *ou
 
 // The algorithm a rule names must exist, run on the rule's memory and, on several channels,
 // split its buffer.
-Status check_algorithm(std::string_view rule, const std::string &collective,
-                       const std::string &name, bool memory_given, SelectRule *out) {
+Status check_algorithm(const RuleText &rule, const std::string &collective, const std::string &name,
+                       bool memory_given, SelectRule *out) {
   out->algorithm = find_algorithm(out->collective, name.c_str());
   if (out->algorithm == nullptr) {
     return bad_rule(rule, "no algorithm '" + name + "' for " + collective +
@@ -180,15 +182,19 @@ Status check_algorithm(std::string_view rule, const std::string &collective,
   if (out->channels > 1 && !out->algorithm->splits) {
     return bad_rule(rule, collective + " " + name + " runs on one channel only");
   }
+  if (out->min_bytes > out->algorithm->max_bytes) {
+    return bad_rule(rule, name + " takes at most " + format_bytes(out->algorithm->max_bytes) +
+                              " per rank: the range starts above it");
+  }
   return COHORT_SUCCESS;
 }
 
-Status parse_rule_text(std::string_view rule, SelectRule *out) {
-  size_t eq = rule.find('=');
+Status parse_rule_text(const RuleText &rule, SelectRule *out) {
+  size_t eq = rule.text.find('=');
   if (eq == std::string_view::npos) return bad_rule(rule, "no '='");
-  std::string_view left = trim(rule.substr(0, eq));
+  std::string_view left = trim(rule.text.substr(0, eq));
   std::string name;
-  Status s = parse_target(rule, trim(rule.substr(eq + 1)), &name, &out->channels);
+  Status s = parse_target(rule, trim(rule.text.substr(eq + 1)), &name, &out->channels);
   if (is_error(s)) return s;
   size_t colon = left.find(':');
   std::string_view head = left.substr(0, colon);
@@ -213,10 +219,7 @@ Status parse_rule_text(std::string_view rule, SelectRule *out) {
 }  // namespace
 
 Status parse_select_rule(std::string_view rule, const std::string &source, SelectRule *out) {
-  t_source = &source;
-  Status s = parse_rule_text(rule, out);
-  t_source = nullptr;
-  return s;
+  return parse_rule_text(RuleText{rule, source}, out);
 }
 
 const char *rule_origin_name(RuleOrigin origin) {
@@ -308,13 +311,15 @@ void Selection::add_tuning(const Tuning &tuning) {
 
 Status Selection::from_environment(Selection *out, std::string *settings) {
   std::string rules, file;
+  Selection selection;
   Status s = param_string("COLL_ALGO", &rules);
   if (!is_error(s)) s = param_string("TUNING_FILE", &file);
-  if (!is_error(s)) s = parse(rules, out);
+  if (!is_error(s)) s = parse(rules, &selection);
   Tuning tuning;
   if (!is_error(s) && !file.empty()) s = load_tuning(file, &tuning);
   if (is_error(s)) return s;
-  out->add_tuning(tuning);
+  selection.add_tuning(tuning);
+  *out = std::move(selection);
   if (settings != nullptr) {
     *settings = "COHORT_COLL_ALGO='" + rules + "'";
     // The text, not the path: hosts may keep the same file in different places.

@@ -61,8 +61,10 @@ struct Tuning {
   uint64_t hash = 0;              // of the file's text, which every rank of a team must share
 };
 Status parse_tuning(std::string_view text, const std::string &source, Tuning *out);
-// Reads and parses a file (at most 4 MiB); errors name the path.
+// Reads and parses a file (a regular file of at most 4 MiB); errors name the path.
 Status load_tuning(const std::string &path, Tuning *out);
+// The text of such a file, unparsed.
+Status read_tuning_text(const std::string &path, std::string *text);
 
 class Selection {
  public:

@@ -1,10 +1,13 @@
 // Tuning files (COHORT_TUNING_FILE): the rules cohort_perf --calibrate measured, read at team
 // creation between COHORT_COLL_ALGO's overrides and the defaults.  Every problem is a named
 // COHORT_ERR_INVALID_ARG that gives the file, the line and what is expected.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "coll/select.h"
 #include "core/hash.h"
@@ -27,16 +30,26 @@ Status bad_line(const Line &line, const std::string &why) {
                line.number, why.c_str(), static_cast<int>(line.text.size()), line.text.data());
 }
 
-// "4" -> [4, 4]; "2-8" -> [2, 8]; both at least 1.
+// "12" -> 12; false unless all digits, 1 to 2^24.
+bool parse_count(std::string_view text, int *out) {
+  int value = 0;
+  const char *end = text.data() + text.size();
+  auto [at, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || at != end || value < 1 || value > (1 << 24)) return false;
+  *out = value;
+  return true;
+}
+
+// "4" -> [4, 4]; "2-8" -> [2, 8].
 bool parse_count_range(std::string_view text, int *lo, int *hi) {
   size_t dash = text.find('-');
-  size_t a = 0, b = 0;
-  if (!parse_bytes(text.substr(0, dash), &a)) return false;
+  int a = 0, b = 0;
+  if (!parse_count(text.substr(0, dash), &a)) return false;
   b = a;
-  if (dash != std::string_view::npos && !parse_bytes(text.substr(dash + 1), &b)) return false;
-  if (a < 1 || b < a || b > (1u << 24)) return false;
-  *lo = static_cast<int>(a);
-  *hi = static_cast<int>(b);
+  if (dash != std::string_view::npos && !parse_count(text.substr(dash + 1), &b)) return false;
+  if (b < a) return false;
+  *lo = a;
+  *hi = b;
   return true;
 }
 
@@ -141,20 +154,39 @@ Status parse_tuning(std::string_view text, const std::string &source, Tuning *ou
   return COHORT_SUCCESS;
 }
 
-Status load_tuning(const std::string &path, Tuning *out) {
+Status read_tuning_text(const std::string &path, std::string *text) {
   const std::string source = "COHORT_TUNING_FILE=" + path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return failf(COHORT_ERR_INVALID_ARG, "%s: cannot open the file: %s", source.c_str(),
                  strerror(errno));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad() || text.str().size() > kMaxFileBytes) {
-    return failf(COHORT_ERR_INVALID_ARG, "%s: %s", source.c_str(),
-                 in.bad() ? "cannot read the file" : "larger than 4 MiB: not a tuning file");
+  struct stat st {};
+  const char *why = nullptr;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (static_cast<size_t>(st.st_size) > kMaxFileBytes) {
+    why = "larger than 4 MiB: not a tuning file";
   }
-  return parse_tuning(text.str(), source, out);
+  std::string content(why == nullptr ? static_cast<size_t>(st.st_size) : 0, '\0');
+  size_t done = 0;
+  while (why == nullptr && done < content.size()) {
+    const ssize_t n = read(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) why = "cannot read the file";
+    if (n > 0) done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (why != nullptr) return failf(COHORT_ERR_INVALID_ARG, "%s: %s", source.c_str(), why);
+  *text = std::move(content);
+  return COHORT_SUCCESS;
+}
+
+Status load_tuning(const std::string &path, Tuning *out) {
+  std::string text;
+  Status s = read_tuning_text(path, &text);
+  if (is_error(s)) return s;
+  return parse_tuning(text, "COHORT_TUNING_FILE=" + path, out);
 }
 
 }  // namespace cohort::coll

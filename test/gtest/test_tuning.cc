@@ -106,6 +106,9 @@ TEST(Tuning, BadFilesAreNamedErrorsWithTheLine) {
       {head + "rule allreduce=ring ranks=0 hosts=1\n", "t:2: ranks= takes N or LO-HI"},
       {head + "rule allreduce=ring ranks=4-2 hosts=1\n", "t:2: ranks= takes N or LO-HI"},
       {head + "rule allreduce=ring ranks=2 hosts=x\n", "t:2: hosts= takes N or LO-HI"},
+      {head + "rule allreduce=ring ranks=2K hosts=1\n", "t:2: ranks= takes N or LO-HI"},
+      {head + "rule allreduce@cuda-device:1M-=oneshot ranks=2 hosts=1\n",
+       "oneshot takes at most 64K per rank: the range starts above it"},
       {head + "rule allreduce=ring ranks=2 ranks=3 hosts=1\n", "'ranks=3' is not ranks="},
       {head + "rule allreduce=ring ranks=2 hosts=1 colour=red\n", "'colour=red' is not"},
       {head + "rule allreduce=ring ranks=2 hosts=1 us=8:fast\n", "us= takes BYTES:MICROSECONDS"},
@@ -128,6 +131,9 @@ TEST(Tuning, BadFilesAreNamedErrorsWithTheLine) {
 
 TEST(Tuning, LoadingNamesTheFileItCannotRead) {
   Tuning t;
+  EXPECT_EQ(load_tuning("/tmp", &t), COHORT_ERR_INVALID_ARG);
+  EXPECT_NE(last_error().find("COHORT_TUNING_FILE=/tmp: not a regular file"), std::string::npos)
+      << last_error();
   EXPECT_EQ(load_tuning("/nonexistent/cohort.tune", &t), COHORT_ERR_INVALID_ARG);
   EXPECT_NE(last_error().find("COHORT_TUNING_FILE=/nonexistent/cohort.tune: cannot open the "
                               "file: No such file or directory"),

@@ -92,10 +92,17 @@ echo "not a tuning file" >"$dir/junk.tune"
 perf 2 "$COHORT_PERF" --calibrate "$dir/junk.tune" -c allreduce -n 1 -w 0
 why=""
 [ $rc -ne 0 ] || why="exit 0"
-[ -n "$why" ] || why=$(printed "$dir/junk.tune exists and is no tuning file" 1)
+[ -n "$why" ] || why=$(printed "$dir/junk.tune is no tuning file" 1)
 if [ -z "$why" ] && grep -q "COHORT_COLL_ALGO=" "$log"; then why="it measured before refusing"; fi
 [ -n "$why" ] || [ "$(cat "$dir/junk.tune")" = "not a tuning file" ] || why="the file changed"
-result "np=2 --calibrate into a file that is no tuning file: refused before measuring, file kept" "$why"
+printf 'cohort-tuning 1\nmachine no GPU, 999 cores, host elsewhere, Cohort 0\n' >"$dir/far.tune"
+perf 2 "$COHORT_PERF" --calibrate "$dir/far.tune" -c allreduce -n 1 -w 0
+if [ -z "$why" ]; then
+  why=$(printed "$dir/far.tune was measured on 'no GPU, 999 cores, host elsewhere, Cohort 0'" 1)
+  [ $rc -ne 0 ] || why="exit 0 on a file of another machine"
+fi
+if [ -z "$why" ] && grep -q "COHORT_COLL_ALGO=" "$log"; then why="it measured before refusing"; fi
+result "np=2 --calibrate into a file that is no tuning file or of another machine: refused before measuring, file kept" "$why"
 
 COHORT_TUNING_FILE="$dir/cal.tune" "$COHORT_INFO" --algorithms >"$log" 2>&1
 rc=$?
@@ -140,9 +147,12 @@ why=""
 [ -n "$why" ] || why=$(printed "a setting that decides what goes on the wire differs between ranks" 3)
 [ -n "$why" ] || grep -q "COHORT_TUNING_FILE: 1 rules, text hash" "$log" || why="the message does not name the tuning file"
 result "np=2 files of other text on rank 1: creation refused, naming the setting" "$why"
-perf 2 env COHORT_TUNING_FILE="$dir/ring.tune" sh -c "$by_rank" x "$dir/copy.tune" "$COHORT_PERF" $one
+# shellcheck disable=SC2086
+perf 2 $trace sh -c "$by_rank" x "$dir/copy.tune" "$COHORT_PERF" $one
 why=""
 [ $rc -eq 0 ] || why="exit $rc"
+[ -n "$why" ] || why=$(printed "ring on 2 channel(s), from the tuning file" 2)
+[ -n "$why" ] || why=$(printed "tuning file $dir/copy.tune: 1 rules" 1)
 result "np=2 the same text at another path on rank 1: accepted" "$why"
 
 printf 'cohort-tuning 1\n# fine so far\nrule allreduce@host=ring ranks=0 hosts=1\n' >"$dir/bad.tune"
