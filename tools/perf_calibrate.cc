@@ -17,28 +17,11 @@
 namespace cohort::perf {
 namespace {
 
-// A change of winner needs the new one this much faster than the current one.
-constexpr double kHysteresis = 1.05;
+using coll::TuningCandidate;
+using coll::TuningGrid;
 
-struct Candidate {
-  const coll::AlgorithmInfo *algorithm;
-  int channels;
-  std::string label() const {
-    return algorithm->name + (channels > 1 ? "*" + std::to_string(channels) : std::string());
-  }
-};
-
-// One collective's measurements: the selection's bytes (one rank's message) per size, and
-// each candidate's time there (-1: not measured).
-struct Grid {
-  Collective collective;
-  std::vector<Candidate> candidates;
-  std::vector<size_t> bytes;
-  std::vector<std::vector<double>> us;  // [candidate][size]
-};
-
-std::vector<Candidate> candidates_of(Collective c, cohort_memory_kind_t kind) {
-  std::vector<Candidate> out;
+std::vector<TuningCandidate> candidates_of(Collective c, cohort_memory_kind_t kind) {
+  std::vector<TuningCandidate> out;
   for (const coll::AlgorithmInfo &info : coll::algorithm_table()) {
     if (info.collective != c || (info.memory & coll::memory_bit(kind)) == 0) continue;
     out.push_back({&info, 1});
@@ -48,8 +31,9 @@ std::vector<Candidate> candidates_of(Collective c, cohort_memory_kind_t kind) {
 }
 
 // Runs the sweep of one candidate and puts its times into the grid; the exit status.
-int measure(const SweepOptions &opt, const Job &job, Grid *grid, size_t k, SweepResult *result) {
-  const Candidate &cand = grid->candidates[k];
+int measure(const SweepOptions &opt, const Job &job, TuningGrid *grid, size_t k,
+            SweepResult *result) {
+  const TuningCandidate &cand = grid->candidates[k];
   const std::string rule = std::string(coll::collective_name(grid->collective)) + "@" +
                            (opt.memory == MemoryKind::kCuda ? "cuda-device" : "host") + "=" +
                            cand.label();
@@ -85,81 +69,6 @@ int measure(const SweepOptions &opt, const Job &job, Grid *grid, size_t k, Sweep
   return rc;
 }
 
-// The fastest measured candidate at size i; -1 when none was.
-int fastest(const Grid &grid, size_t i) {
-  int best = -1;
-  for (size_t k = 0; k < grid.candidates.size(); ++k) {
-    const double t = grid.us[k][i];
-    if (t > 0 && (best < 0 || t < grid.us[best][i])) best = static_cast<int>(k);
-  }
-  return best;
-}
-
-std::string format_us(double us) {
-  char text[32];
-  snprintf(text, sizeof(text), "%.2f", us);
-  return text;
-}
-
-// The rules of one collective: ranges of sizes with one winner each.
-std::vector<std::string> rules_of(const Grid &grid, const std::string &memory,
-                                  const std::string &where) {
-  struct Range {
-    size_t first;
-    int winner;
-  };
-  std::vector<Range> ranges;
-  for (size_t i = 0; i < grid.bytes.size(); ++i) {
-    const int best = fastest(grid, i);
-    if (best < 0) continue;
-    if (!ranges.empty()) {
-      const double current = grid.us[ranges.back().winner][i];
-      if (current > 0 && current <= kHysteresis * grid.us[best][i]) continue;
-    }
-    ranges.push_back({i, best});
-  }
-  // Each range runs from where the last ended to the next one's first size, or to where its
-  // algorithm stops (then the next starts there).
-  std::vector<std::string> lines;
-  size_t lo = 0;
-  for (size_t r = 0; r < ranges.size(); ++r) {
-    const size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : grid.bytes.size();
-    const Candidate &cand = grid.candidates[ranges[r].winner];
-    size_t hi = end < grid.bytes.size() ? grid.bytes[end] : SIZE_MAX;
-    if (cand.algorithm->max_bytes < hi - 1) hi = cand.algorithm->max_bytes + 1;
-    std::string line = std::string("rule ") + coll::collective_name(grid.collective) + "@" +
-                       memory + ":" + coll::format_bytes(lo) + "-" +
-                       (hi == SIZE_MAX ? "" : coll::format_bytes(hi)) + "=" + cand.label() + " " +
-                       where + " us=";
-    for (size_t i = ranges[r].first; i < end; ++i) {
-      const double t = grid.us[ranges[r].winner][i];
-      if (t > 0 && grid.bytes[i] < hi) {
-        line += (i == ranges[r].first ? "" : ",") + coll::format_bytes(grid.bytes[i]) + ":" +
-                format_us(t);
-      }
-    }
-    lines.push_back(line);
-    lo = hi;
-    if (lo == SIZE_MAX) break;
-  }
-  return lines;
-}
-
-// "# [KEY] 8: direct 3.10, ring 4.20": every candidate's time per size.
-std::vector<std::string> comments_of(const Grid &grid, const std::string &key) {
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < grid.bytes.size(); ++i) {
-    std::string line = "# [" + key + "] " + coll::format_bytes(grid.bytes[i]) + ":";
-    for (size_t k = 0; k < grid.candidates.size(); ++k) {
-      const double t = grid.us[k][i];
-      line += (k == 0 ? " " : ", ") + grid.candidates[k].label() + " " +
-              (t > 0 ? format_us(t) : std::string("n/a"));
-    }
-    lines.push_back(line);
-  }
-  return lines;
-}
-
 }  // namespace
 
 int run_calibrate(const SweepOptions &opt, const Job &job) {
@@ -187,7 +96,7 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
   SweepResult last;
   int rc = 0;
   for (Collective c : opt.collectives) {
-    Grid grid{c, candidates_of(c, kind), {}, {}};
+    TuningGrid grid{c, candidates_of(c, kind), {}, {}};
     if (grid.candidates.size() < 2) {
       if (job.rank == 0) {
         printf("#\n# --calibrate: %s has %s on %s memory: nothing to choose\n",
@@ -204,7 +113,8 @@ int run_calibrate(const SweepOptions &opt, const Job &job) {
     const std::string where =
         "ranks=" + std::to_string(job.ranks) + " hosts=" + std::to_string(last.nodes);
     const std::string key = std::string(coll::collective_name(c)) + "@" + memory + " " + where;
-    blocks.push_back({key, comments_of(grid, key), rules_of(grid, memory, where)});
+    blocks.push_back(
+        {key, coll::tuning_comments(grid, key), coll::tuning_rules(grid, memory, where)});
   }
   if (given != nullptr) {
     setenv("COHORT_COLL_ALGO", saved.c_str(), 1);

@@ -66,6 +66,28 @@ Status load_tuning(const std::string &path, Tuning *out);
 // The text of such a file, unparsed.
 Status read_tuning_text(const std::string &path, std::string *text);
 
+// What cohort_perf --calibrate measured for one collective: candidates (an algorithm on a
+// channel count) and, per size (one rank's bytes, ascending), each one's time in us (-1: not
+// measured there).
+struct TuningCandidate {
+  const AlgorithmInfo *algorithm;
+  int channels;
+  std::string label() const;  // "ring", "ring*2"
+};
+struct TuningGrid {
+  Collective collective;
+  std::vector<TuningCandidate> candidates;
+  std::vector<size_t> bytes;
+  std::vector<std::vector<double>> us;  // [candidate][size]
+};
+// The file's rule lines for a grid: per size the fastest wins, unless the current winner is
+// within 5%; a range ends where the next winner starts, or where its algorithm stops (then
+// the next starts there).  `memory`: "host" or "cuda-device"; `where`: "ranks=2 hosts=1".
+std::vector<std::string> tuning_rules(const TuningGrid &grid, const std::string &memory,
+                                      const std::string &where);
+// Comment lines "# [KEY] 8: ring 2.30, direct 1.47", one per size.
+std::vector<std::string> tuning_comments(const TuningGrid &grid, const std::string &key);
+
 class Selection {
  public:
   Selection();  // the defaults only

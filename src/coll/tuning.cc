@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cstring>
 
@@ -187,6 +188,95 @@ Status load_tuning(const std::string &path, Tuning *out) {
   Status s = read_tuning_text(path, &text);
   if (is_error(s)) return s;
   return parse_tuning(text, "COHORT_TUNING_FILE=" + path, out);
+}
+
+}  // namespace cohort::coll
+
+namespace cohort::coll {
+namespace {
+
+// A change of winner needs the new one this much faster than the current one.
+constexpr double kHysteresis = 1.05;
+
+// The fastest measured candidate at size i; -1 when none was.
+int fastest(const TuningGrid &grid, size_t i) {
+  int best = -1;
+  for (size_t k = 0; k < grid.candidates.size(); ++k) {
+    const double t = grid.us[k][i];
+    if (t > 0 && (best < 0 || t < grid.us[best][i])) best = static_cast<int>(k);
+  }
+  return best;
+}
+
+std::string format_us(double us) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f", us);
+  return text;
+}
+
+struct Range {
+  size_t first;  // index of its first size
+  int winner;
+};
+
+std::vector<Range> winning_ranges(const TuningGrid &grid) {
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < grid.bytes.size(); ++i) {
+    const int best = fastest(grid, i);
+    if (best < 0) continue;
+    if (!ranges.empty()) {
+      const double current = grid.us[ranges.back().winner][i];
+      if (current > 0 && current <= kHysteresis * grid.us[best][i]) continue;
+    }
+    ranges.push_back({i, best});
+  }
+  return ranges;
+}
+
+}  // namespace
+
+std::string TuningCandidate::label() const {
+  return algorithm->name + (channels > 1 ? "*" + std::to_string(channels) : std::string());
+}
+
+std::vector<std::string> tuning_rules(const TuningGrid &grid, const std::string &memory,
+                                      const std::string &where) {
+  const std::vector<Range> ranges = winning_ranges(grid);
+  std::vector<std::string> lines;
+  size_t lo = 0;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const size_t end = r + 1 < ranges.size() ? ranges[r + 1].first : grid.bytes.size();
+    const TuningCandidate &cand = grid.candidates[ranges[r].winner];
+    size_t hi = end < grid.bytes.size() ? grid.bytes[end] : SIZE_MAX;
+    if (cand.algorithm->max_bytes < hi - 1) hi = cand.algorithm->max_bytes + 1;
+    std::string line = std::string("rule ") + collective_name(grid.collective) + "@" + memory +
+                       ":" + format_bytes(lo) + "-" + (hi == SIZE_MAX ? "" : format_bytes(hi)) +
+                       "=" + cand.label() + " " + where + " us=";
+    std::string times;
+    for (size_t i = ranges[r].first; i < end; ++i) {
+      const double t = grid.us[ranges[r].winner][i];
+      if (t <= 0 || grid.bytes[i] >= hi) continue;
+      times += (times.empty() ? "" : ",") + format_bytes(grid.bytes[i]) + ":" + format_us(t);
+    }
+    lines.push_back(line + times);
+    lo = hi;
+    if (lo == SIZE_MAX) break;
+  }
+  return lines;
+}
+
+std::vector<std::string> tuning_comments(const TuningGrid &grid, const std::string &key) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < grid.bytes.size(); ++i) {
+    std::string line = "# [" + key + "] " + format_bytes(grid.bytes[i]) + ":";
+    for (size_t k = 0; k < grid.candidates.size(); ++k) {
+      const double t = grid.us[k][i];
+      line += (k == 0 ? " " : ", ") + grid.candidates[k].label() + " " +
+              (t > 0 ? format_us(t) : std::string("n/a"));
+    }
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace cohort::coll

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coll/select.h"
@@ -148,6 +149,67 @@ TEST(Tuning, LoadingNamesTheFileItCannotRead) {
   EXPECT_EQ(load_tuning(path, &t), COHORT_SUCCESS) << last_error();
   EXPECT_EQ(t.rules.size(), 3u);
   remove(path);
+}
+
+// A grid of two or three candidates over `bytes`, times by candidate.
+TuningGrid grid_of(Collective c, std::vector<std::pair<const char *, int>> candidates,
+                   std::vector<size_t> bytes, std::vector<std::vector<double>> us) {
+  TuningGrid grid{c, {}, std::move(bytes), std::move(us)};
+  for (auto [name, channels] : candidates) {
+    grid.candidates.push_back({find_algorithm(c, name), channels});
+  }
+  return grid;
+}
+
+TEST(TuningRules, TheFastestWinsOnlyWhenMoreThanFivePercentFaster) {
+  const TuningGrid switches = grid_of(Collective::kAllreduce, {{"direct", 1}, {"ring", 2}},
+                                      {8, 64, 512}, {{1.0, 2.0, 4.0}, {1.03, 1.0, 1.0}});
+  EXPECT_EQ(tuning_rules(switches, "host", "ranks=2 hosts=1"),
+            (std::vector<std::string>{
+                "rule allreduce@host:0-64=direct ranks=2 hosts=1 us=8:1.00",
+                "rule allreduce@host:64-=ring*2 ranks=2 hosts=1 us=64:1.00,512:1.00"}));
+  const TuningGrid stays = grid_of(Collective::kAllreduce, {{"direct", 1}, {"ring", 1}},
+                                   {8, 64, 512}, {{1.0, 1.04, 1.0}, {1.1, 1.0, 1.2}});
+  EXPECT_EQ(tuning_rules(stays, "host", "ranks=4 hosts=2"),
+            (std::vector<std::string>{
+                "rule allreduce@host:0-=direct ranks=4 hosts=2 us=8:1.00,64:1.04,512:1.00"}))
+      << "ring at 64 is within 5%: no new range";
+  const TuningGrid gap = grid_of(Collective::kAllreduce, {{"direct", 1}, {"ring", 1}}, {8, 64, 512},
+                                 {{1.0, -1, 1.0}, {2.0, 3.0, 2.0}});
+  EXPECT_EQ(tuning_rules(gap, "host", "ranks=2 hosts=1").size(), 3u)
+      << "where the winner was not measured, the fastest measured takes over";
+  const TuningGrid none =
+      grid_of(Collective::kAllreduce, {{"direct", 1}}, {8}, {std::vector<double>{-1}});
+  EXPECT_TRUE(tuning_rules(none, "host", "ranks=2 hosts=1").empty());
+}
+
+// A range ends where its algorithm stops: the one-shot kernels' 64 KB, not the next measured
+// size; the next rule covers the gap, and the file reads back into the same choices.
+TEST(TuningRules, RangesEndWhereTheirAlgorithmStopsAndReadBack) {
+  const TuningGrid grid = grid_of(Collective::kAllreduce, {{"oneshot", 1}, {"twoshot", 1}},
+                                  {8, 32 << 10, 256 << 10}, {{3.0, 5.0, -1}, {9.0, 12.0, 40.0}});
+  const std::vector<std::string> rules = tuning_rules(grid, "cuda-device", "ranks=4 hosts=1");
+  ASSERT_EQ(rules, (std::vector<std::string>{
+                       "rule allreduce@cuda-device:0-65537=oneshot ranks=4 hosts=1 "
+                       "us=8:3.00,32K:5.00",
+                       "rule allreduce@cuda-device:65537-=twoshot ranks=4 hosts=1 us=256K:40.00"}));
+  std::string text = "cohort-tuning 1\n";
+  for (const std::string &line : tuning_comments(grid, "allreduce@cuda-device ranks=4 hosts=1")) {
+    text += line + "\n";
+  }
+  for (const std::string &line : rules) text += line + "\n";
+  Tuning t;
+  ASSERT_EQ(parse_tuning(text, "t", &t), COHORT_SUCCESS) << last_error() << "\n" << text;
+  Selection s;
+  s.add_tuning(t);
+  const auto device = COHORT_MEMORY_CUDA_DEVICE;
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 64 << 10, 4, 1, device), "oneshot (file)");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, (64 << 10) + 1, 4, 1, device), "twoshot (file)");
+  EXPECT_EQ(chosen(s, Collective::kAllreduce, 8, 2, 1, device), "oneshot") << "defaults";
+  EXPECT_NE(text.find("# [allreduce@cuda-device ranks=4 hosts=1] 256K: oneshot n/a, twoshot "
+                      "40.00"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
