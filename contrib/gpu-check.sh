@@ -14,7 +14,8 @@
 # GPU_CHECK_ONLY=component runs only the last part (GPU_CHECK_OVERHEAD=0: without the overhead
 # against the API),
 # GPU_CHECK_ONLY=gpu only the collectives on device memory (gpu_checks), GPU_CHECK_ONLY=perf
-# only their performance against NCCL and the roofline (perf_checks).
+# only their performance against NCCL and the roofline (perf_checks), GPU_CHECK_ONLY=calibrate
+# the selection table measured on the machine (calibrate_checks; not in the full run).
 # BUILD_DIR holds, besides the build's binaries, _install/lib/cohort/openmpi/mca_coll_cohort.so
 # and extra/{ctest,ftest,bench,overhead} (test/ompi's programs built with mpicc / mpifort;
 # overhead also against cohort.h and libcohort.so).
@@ -149,6 +150,33 @@ perf_checks() {
     --roofline --graph 20 --json "$results/perf-4ranks.json"
   source .devrt/mps.sh stop
 }
+# The selection table measured on this machine (cohort_perf --calibrate): device memory at 2
+# and 4 ranks on the GPU (MPS), host memory at 4 and 8 ranks, merged into one tuning file in
+# $results, named after the GPU; the file's rules then checked (validated sweeps on it).
+calibrate_checks() {
+  local gpu table
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -c 'A-Za-z0-9\n' -)
+  table="$results/tuning-$gpu.tune"
+  name=calibrate
+  source .devrt/mps.sh start
+  for np in 2 4; do
+    run "--calibrate -m cuda np=$np" timeout 580 env COHORT_ALLOW_SHARED_GPU=1 \
+      mpirun -np $np --bind-to none "$perf" -m cuda --calibrate "$table" -b 8 -e 64M -f 4 -n 10 -w 3
+  done
+  run "sweep on the table, -m cuda np=4, validated" env COHORT_ALLOW_SHARED_GPU=1 \
+    COHORT_TUNING_FILE="$table" mpirun -np 4 --bind-to none "$perf" -m cuda -c all -b 8 -e 64M \
+    -f 8 --check
+  source .devrt/mps.sh stop
+  for np in 4 8; do
+    run "--calibrate -m host np=$np" timeout 580 mpirun -np $np --bind-to core "$perf" \
+      --calibrate "$table" -b 8 -e 64M -f 4 -n 10 -w 3
+  done
+  run "the table" env COHORT_TUNING_FILE="$table" "$(binary tools/cohort_info)" --algorithms
+}
+if [ "${GPU_CHECK_ONLY:-}" = calibrate ]; then
+  calibrate_checks
+  exit 0
+fi
 if [ "${GPU_CHECK_ONLY:-}" = perf ]; then
   perf_checks
   exit 0
