@@ -79,9 +79,11 @@ class CollFront {
   CollFront(const CollFront &) = delete;
   CollFront &operator=(const CollFront &) = delete;
 
-  // Connect phase: COHORT_COLL_ALGO, COHORT_COLL_TIMEOUT and how long to poll before yielding.
+  // Connect phase: COHORT_COLL_ALGO, COHORT_TUNING_FILE, COHORT_COLL_TIMEOUT and how long to
+  // poll before yielding.
   Status configure();
-  // The settings every rank must share ("COHORT_COLL_ALGO='...'"), for the team's hash.
+  // The settings every rank must share ("COHORT_COLL_ALGO='...'", the tuning file's text hash),
+  // for the team's hash.
   std::string settings() const;
   const coll::Selection &selection() const { return selection_; }
 
@@ -196,13 +198,13 @@ class CollFront {
   const TeamInfo &info_;
   TransportSet &transports_;
   const std::unique_ptr<tl::DeviceTransport> &device_;
-  coll::Selection selection_;  // COHORT_COLL_ALGO over the defaults
-  std::string selection_text_;
-  double timeout_s_ = 600;    // COHORT_COLL_TIMEOUT
-  size_t chunk_bytes_ = 0;    // COHORT_STAGED_CHUNK_BYTES
-  size_t kernel_bytes_ = 0;   // COHORT_STAGED_KERNEL_BYTES
-  unsigned spins_ = 0;        // polls before yielding: only with a core per local rank
-  mutable std::mutex mutex_;  // one poll of the queue at a time; stop() waits for it
+  coll::Selection selection_;   // COHORT_COLL_ALGO over a tuning file over the defaults
+  std::string selection_text_;  // its part of settings()
+  double timeout_s_ = 600;      // COHORT_COLL_TIMEOUT
+  size_t chunk_bytes_ = 0;      // COHORT_STAGED_CHUNK_BYTES
+  size_t kernel_bytes_ = 0;     // COHORT_STAGED_KERNEL_BYTES
+  unsigned spins_ = 0;          // polls before yielding: only with a core per local rank
+  mutable std::mutex mutex_;    // one poll of the queue at a time; stop() waits for it
   std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first
   std::shared_ptr<CollRequest> spare_;              // blocking calls' request, reused
   std::atomic<bool> stopped_{false};
