@@ -22,26 +22,14 @@ no_json="" no_plot=""
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 n=0
-# result NAME WHY [SKIP]: ok when WHY is empty, else not ok with WHY and the log's tail; a
-# SKIP reason skips.
-result() {
-  n=$((n + 1))
-  if [ -n "${3:-}" ]; then
-    echo "ok $n - $1 # SKIP $3"
-  elif [ -z "$2" ]; then
-    echo "ok $n - $1"
-  else
-    echo "not ok $n - $1 ($2)"
-    tail -n 20 "$dir/log" | sed 's/^/# /'
-  fi
-}
+tap_log=$dir/log
 # run NAME ARGS...: cohort_perf on 2 ranks.
 run() {
   name=$1
   shift
   timeout 120 "$MPIRUN" -np 2 "$COHORT_PERF" "$@" >"$dir/log" 2>&1 </dev/null
   rc=$?
-  result "$name" "$([ $rc -eq 0 ] || echo "exit $rc")"
+  tap_result "$name" "$([ $rc -eq 0 ] || echo "exit $rc")"
 }
 # has_fields FILE KEY...: the file parses as JSON and has every key at the top.
 has_fields() {
@@ -62,7 +50,7 @@ plot() {
   name=$1 expect=$2
   shift 2
   if [ -n "$no_plot" ]; then
-    result "$name" "" "$no_plot"
+    tap_result "$name" "" "$no_plot"
     return
   fi
   rm -f "$dir/plot.png"
@@ -70,9 +58,9 @@ plot() {
   rc=$?
   if [ "$expect" = png ]; then
     magic=$(head -c 4 "$dir/plot.png" 2>/dev/null | tail -c 3)
-    result "$name" "$([ $rc -eq 0 ] || echo "exit $rc")$([ "$magic" = PNG ] || echo " no PNG")"
+    tap_result "$name" "$([ $rc -eq 0 ] || echo "exit $rc")$([ "$magic" = PNG ] || echo " no PNG")"
   else
-    result "$name" "$([ $rc -ne 0 ] || echo "exit 0")$(grep -q "$expect" "$dir/log" ||
+    tap_result "$name" "$([ $rc -ne 0 ] || echo "exit 0")$(grep -q "$expect" "$dir/log" ||
       echo " no '$expect'")"
   fi
 }
@@ -81,12 +69,12 @@ echo "1..8"
 sweep="-b 8 -e 64K -f 8 -n 3 -w 1"
 # shellcheck disable=SC2086
 run "np=2 sweep --vs-mpi --json" -c allreduce,allgather,barrier $sweep --vs-mpi --json "$dir/a.json"
-result "the sweep's JSON parses and has the run's fields" "$(has_fields "$dir/a.json" benchmark \
+tap_result "the sweep's JSON parses and has the run's fields" "$(has_fields "$dir/a.json" benchmark \
   version git_revision date ranks hosts host_load units rows)" "$no_json"
 # shellcheck disable=SC2086
 run "np=2 sweep --in-place --json" -c allreduce,broadcast $sweep --in-place --json "$dir/b.json"
 run "np=2 team-create --json" --team-create -n 2 -w 0 --json "$dir/team.json"
-result "the team-create JSON parses and has the run's fields" "$(has_fields "$dir/team.json" \
+tap_result "the team-create JSON parses and has the run's fields" "$(has_fields "$dir/team.json" \
   benchmark version git_revision date ranks hosts units create_ms destroy_ms phases_ms)" "$no_json"
 plot "plot of one file (Cohort and MPI)" png "$dir/a.json"
 plot "plot of two files" png "$dir/a.json" "$dir/b.json"

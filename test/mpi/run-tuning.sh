@@ -5,27 +5,17 @@
 # and every bad file or mismatch between ranks is a named error on every rank.
 # Environment: MPIRUN (default: mpirun), COHORT_PERF (default: ../../tools/cohort_perf),
 #              COHORT_INFO (default: ../../tools/cohort_info).
-MPIRUN=${MPIRUN:-mpirun}
 COHORT_PERF=${COHORT_PERF:-../../tools/cohort_perf}
 COHORT_INFO=${COHORT_INFO:-$(dirname "$COHORT_PERF")/cohort_info}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export COHORT_DEBUG=WARN
+. "$(dirname "$0")/tap-mpirun.sh"
+export COHORT_DEBUG=WARN  # the checks count the lines that name an error
 unset COHORT_TUNING_FILE COHORT_COLL_ALGO
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 log=$dir/log
+tap_log=$log
 n=0
-result() {  # $1: name, $2: why it failed ("" when it passed)
-  n=$((n + 1))
-  if [ -z "$2" ]; then
-    echo "ok $n - $1"
-  else
-    echo "not ok $n - $1 ($2)"
-    tail -n 20 "$log" | sed 's/^/# /'
-  fi
-}
 # Runs cohort_perf on NP ranks with a timeout; output in $log, exit status in $rc.
 perf() {
   np=$1
@@ -68,7 +58,7 @@ else
   [ -n "$why" ] || why=$(printed "# --calibrate: $rules rules in $dir/cal.tune" 1)
   [ -n "$why" ] || why=$(all_right)
 fi
-result "np=2 cohort_perf --calibrate writes a file of measured rules" "$why"
+tap_result "np=2 cohort_perf --calibrate writes a file of measured rules" "$why"
 
 # A run at 3 ranks merges into the file: the 2-rank blocks stay, allreduce's 3-rank block joins.
 cp "$dir/cal.tune" "$dir/two.tune"
@@ -86,7 +76,7 @@ elif [ "$(grep -c '^# \[allreduce@host ranks=3 hosts=1\] ' "$dir/cal.tune")" -ne
   why="not 5 sizes of times in the 3-rank block"
 fi
 rules=$(grep -c '^rule ' "$dir/cal.tune")
-result "np=3 cohort_perf --calibrate merges into the file, keeping the 2-rank rules" "$why"
+tap_result "np=3 cohort_perf --calibrate merges into the file, keeping the 2-rank rules" "$why"
 
 echo "not a tuning file" >"$dir/junk.tune"
 perf 2 "$COHORT_PERF" --calibrate "$dir/junk.tune" -c allreduce -n 1 -w 0
@@ -102,7 +92,7 @@ if [ -z "$why" ]; then
   [ $rc -ne 0 ] || why="exit 0 on a file of another machine"
 fi
 if [ -z "$why" ] && grep -q "COHORT_COLL_ALGO=" "$log"; then why="it measured before refusing"; fi
-result "np=2 --calibrate into a file that is no tuning file or of another machine: refused before measuring, file kept" "$why"
+tap_result "np=2 --calibrate into a file that is no tuning file or of another machine: refused before measuring, file kept" "$why"
 
 COHORT_TUNING_FILE="$dir/cal.tune" "$COHORT_INFO" --algorithms >"$log" 2>&1
 rc=$?
@@ -110,32 +100,32 @@ why=""
 [ $rc -eq 0 ] || why="exit $rc"
 [ -n "$why" ] || why=$(printed "(the tuning file)" "$rules")
 [ -n "$why" ] || why=$(printed "(the tuning file was measured on " 1)
-result "cohort_info --algorithms prints the file's $rules rules" "$why"
+tap_result "cohort_info --algorithms prints the file's $rules rules" "$why"
 
 # shellcheck disable=SC2086
 perf 2 env COHORT_TUNING_FILE="$dir/cal.tune" "$COHORT_PERF" $sweep --check
 why=""
 [ $rc -eq 0 ] || why="exit $rc"
 [ -n "$why" ] || why=$(all_right)
-result "np=2 a sweep on the calibrated file validates" "$why"
+tap_result "np=2 a sweep on the calibrated file validates" "$why"
 
 # A rule for 2 ranks only: the trace names the algorithm and where its rule came from.
 printf '# forced\ncohort-tuning 1\nmachine test\nrule allreduce@host=ring*2 ranks=2 hosts=1\n' \
   >"$dir/ring.tune"
-trace="-x COHORT_DEBUG=TRACE -x COHORT_DEBUG_SUBSYS=COLL -x COHORT_TUNING_FILE=$dir/ring.tune"
+trace="env COHORT_DEBUG=TRACE COHORT_DEBUG_SUBSYS=COLL COHORT_TUNING_FILE=$dir/ring.tune"
 one="-c allreduce -b 8 -e 8 -n 1 -w 0 --out-of-place"
 # shellcheck disable=SC2086
 perf 2 $trace "$COHORT_PERF" $one
 why=""
 [ $rc -eq 0 ] || why="exit $rc"
 [ -n "$why" ] || why=$(printed "allreduce of 8 bytes on host memory: ring on 2 channel(s), from the tuning file" 2)
-result "np=2 the file's rule for 2 ranks chooses ring on 2 channels" "$why"
+tap_result "np=2 the file's rule for 2 ranks chooses ring on 2 channels" "$why"
 # shellcheck disable=SC2086
 perf 3 $trace "$COHORT_PERF" $one
 why=""
 [ $rc -eq 0 ] || why="exit $rc"
 [ -n "$why" ] || why=$(printed "allreduce of 8 bytes on host memory: direct on 1 channel(s), from the defaults" 3)
-result "np=3 the rule for 2 ranks does not apply: the defaults choose" "$why"
+tap_result "np=3 the rule for 2 ranks does not apply: the defaults choose" "$why"
 
 # Rank 1 reads other text: creation fails on every rank, naming the setting.
 printf 'cohort-tuning 1\nrule allreduce@host=direct ranks=2 hosts=1\n' >"$dir/other.tune"
@@ -146,14 +136,14 @@ why=""
 [ $rc -ne 0 ] || why="exit 0"
 [ -n "$why" ] || why=$(printed "a setting that decides what goes on the wire differs between ranks" 3)
 [ -n "$why" ] || grep -q "COHORT_TUNING_FILE: 1 rules, text hash" "$log" || why="the message does not name the tuning file"
-result "np=2 files of other text on rank 1: creation refused, naming the setting" "$why"
+tap_result "np=2 files of other text on rank 1: creation refused, naming the setting" "$why"
 # shellcheck disable=SC2086
 perf 2 $trace sh -c "$by_rank" x "$dir/copy.tune" "$COHORT_PERF" $one
 why=""
 [ $rc -eq 0 ] || why="exit $rc"
 [ -n "$why" ] || why=$(printed "ring on 2 channel(s), from the tuning file" 2)
 [ -n "$why" ] || why=$(printed "tuning file $dir/copy.tune: 1 rules" 1)
-result "np=2 the same text at another path on rank 1: accepted" "$why"
+tap_result "np=2 the same text at another path on rank 1: accepted" "$why"
 
 printf 'cohort-tuning 1\n# fine so far\nrule allreduce@host=ring ranks=0 hosts=1\n' >"$dir/bad.tune"
 # shellcheck disable=SC2086
@@ -161,23 +151,23 @@ perf 2 env COHORT_TUNING_FILE="$dir/bad.tune" "$COHORT_PERF" $one
 why=""
 [ $rc -ne 0 ] || why="exit 0"
 [ -n "$why" ] || why=$(printed "COHORT_TUNING_FILE=$dir/bad.tune:3: ranks= takes N or LO-HI, at least 1" 3)
-result "np=2 a bad line: creation refused, naming the file, the line and the key" "$why"
+tap_result "np=2 a bad line: creation refused, naming the file, the line and the key" "$why"
 # shellcheck disable=SC2086
 perf 2 env COHORT_TUNING_FILE="$dir/none.tune" "$COHORT_PERF" $one
 why=""
 [ $rc -ne 0 ] || why="exit 0"
 [ -n "$why" ] || why=$(printed "COHORT_TUNING_FILE=$dir/none.tune: cannot open the file: No such file or directory" 3)
-result "np=2 a missing file: creation refused, naming it" "$why"
+tap_result "np=2 a missing file: creation refused, naming it" "$why"
 
 COHORT_TUNING_FILE="$dir/bad.tune" "$COHORT_INFO" --params >"$log" 2>&1
 rc=$?
 why=""
 [ $rc -eq 1 ] || why="exit $rc, expected 1"
 [ -n "$why" ] || why=$(printed "COHORT_TUNING_FILE='$dir/bad.tune'" 1)
-result "cohort_info --params lists the bad file" "$why"
+tap_result "cohort_info --params lists the bad file" "$why"
 
 perf 2 "$COHORT_PERF" --calibrate "$dir/x.tune" -c allreduce --vs-mpi
 why=""
 [ $rc -ne 0 ] || why="exit 0"
 [ -n "$why" ] || why=$(printed "--calibrate times Cohort's algorithms out of place against each other" 1)
-result "np=2 --calibrate with --vs-mpi: refused, saying why" "$why"
+tap_result "np=2 --calibrate with --vs-mpi: refused, saying why" "$why"

@@ -1,5 +1,6 @@
 # Sourced by the multi-rank TAP scripts: the mpirun environment for tests (as root,
-# oversubscribed, yielding when idle) and run_tap, which runs one mpirun per line of a list.
+# oversubscribed, yielding when idle), run_tap, which runs one mpirun per line of a list, and
+# tap_result, one TAP line for scripts that judge their runs themselves.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export COHORT_DEBUG=${COHORT_DEBUG:-WARN}
@@ -39,4 +40,18 @@ run_tap() {
     fi
   done
   rm -f "$log"
+}
+
+# tap_result NAME WHY [SKIP]: the next TAP line (counter $n): ok when WHY is empty (skipped
+# when SKIP gives a reason), else not ok with WHY and the last 20 lines of the file $tap_log.
+tap_result() {
+  n=$((n + 1))
+  if [ -n "${3:-}" ]; then
+    echo "ok $n - $1 # SKIP $3"
+  elif [ -z "$2" ]; then
+    echo "ok $n - $1"
+  else
+    echo "not ok $n - $1 ($2)"
+    tail -n 20 "$tap_log" | sed 's/^/# /'
+  fi
 }
