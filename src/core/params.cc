@@ -27,6 +27,7 @@ constexpr ParamRange kMessageBytes{0, kTiB};
 constexpr ParamRange kStagedChunk{4096, kGiB, true};
 constexpr ParamRange kLanes{0, 8};
 constexpr ParamRange kStagedKernel{0, 1 << 20};
+constexpr ParamRange kStagedLines{0, 4096};  // kernels::kLlMaxBytes (coll_staged.cc checks)
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -90,6 +91,10 @@ const std::vector<ParamSpec> kParams = {
      "output are at most this size runs its copies and its wait for the host as one small "
      "kernel instead of the stream's copies and memory operations (a CUDA build, on a real "
      "driver); 0: never.  Ranks may differ"},
+    {"STAGED_LINES_BYTES", ParamType::kInt, "512", "bytes", "", kStagedLines,
+     "collectives on device memory through host memory: such a kernel whose input and output "
+     "are at most this size moves them as lines that carry their own flags (NCCL's LL), one "
+     "round trip across PCIe each way instead of two; 0: never.  Ranks may differ"},
     {"NIC_AFFINITY", ParamType::kEnum, "AUTO", "", "AUTO,OFF", kAny,
      "on a host with several NICs, AUTO gives UCX (UCX_NET_DEVICES, unless set) only the NIC "
      "nearest the rank's GPU, GPUs equally near several NICs taking them in turn; OFF leaves "

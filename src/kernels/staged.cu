@@ -1,5 +1,6 @@
 // The staged piece kernel (staged.h): one block copies the input into the slot, announces it,
-// waits for the host's collective and copies the output back.
+// waits for the host's collective and copies the output back; or moves both as lines
+// (ll_line.h), the flags in the data.
 #include "staged.h"
 
 #include "global_ns.cuh"
@@ -56,7 +57,141 @@ __device__ bool wait_done(const StagedPieceArgs &a) {
   return true;
 }
 
+// ------------------------------------------------------------------ a piece as lines
+
+static_assert(static_cast<size_t>(kThreads) >= kLlMaxLines, "a line per thread");
+
+// Line i's payload from `bytes` bytes of device memory at `src`: one 8-byte load where the
+// line is whole and aligned, its bytes one by one otherwise (little-endian, zeros past the end).
+__device__ void line_payload(const unsigned char *src, size_t bytes, size_t i, uint32_t *d0,
+                             uint32_t *d1) {
+  const size_t at = i * kLlPayload;
+  if (at + kLlPayload <= bytes && reinterpret_cast<uintptr_t>(src + at) % 8 == 0) {
+    const uint2 v = *reinterpret_cast<const uint2 *>(src + at);
+    *d0 = v.x;
+    *d1 = v.y;
+    return;
+  }
+  uint32_t w[2] = {0, 0};
+  for (size_t k = 0; k < kLlPayload && at + k < bytes; ++k) {
+    w[k / 4] |= static_cast<uint32_t>(src[at + k]) << (8 * (k % 4));
+  }
+  *d0 = w[0];
+  *d1 = w[1];
+}
+
+// The reverse, into device memory: the part of line i inside `bytes`.
+__device__ void put_payload(uint32_t d0, uint32_t d1, size_t i, unsigned char *dst, size_t bytes) {
+  const size_t at = i * kLlPayload;
+  if (at + kLlPayload <= bytes && reinterpret_cast<uintptr_t>(dst + at) % 8 == 0) {
+    uint2 v;
+    v.x = d0;
+    v.y = d1;
+    *reinterpret_cast<uint2 *>(dst + at) = v;
+    return;
+  }
+  const uint32_t w[2] = {d0, d1};
+  for (size_t k = 0; k < kLlPayload && at + k < bytes; ++k) {
+    dst[at + k] = static_cast<unsigned char>(w[k / 4] >> (8 * (k % 4)));
+  }
+}
+
+// One line in one 16-byte store (the GPU's own atomicity for an aligned vector store; each half
+// carries its flag, so a reader that sees a half's flag has that half's data).
+__device__ void store_line(LlLine *line, uint32_t d0, uint32_t d1, uint32_t flag) {
+#ifdef COHORT_KERNELS_EMULATION
+  std::atomic_ref<uint64_t>(line->half[0]).store(ll_half(d0, flag), std::memory_order_release);
+  std::atomic_ref<uint64_t>(line->half[1]).store(ll_half(d1, flag), std::memory_order_release);
+#else
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line), "r"(d0), "r"(flag),
+               "r"(d1), "r"(flag)
+               : "memory");
+#endif
+}
+
+__device__ LlLine load_line(const LlLine *line) {
+  LlLine v;
+#ifdef COHORT_KERNELS_EMULATION
+  for (int i = 0; i < 2; ++i) {
+    v.half[i] = std::atomic_ref<uint64_t>(const_cast<LlLine *>(line)->half[i])
+                    .load(std::memory_order_acquire);
+  }
+#else
+  uint32_t d0, f0, d1, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+               : "l"(line)
+               : "memory");
+  v.half[0] = ll_half(d0, f0);
+  v.half[1] = ll_half(d1, f1);
+#endif
+  return v;
+}
+
+// Polls `line` until both its flags are the piece's: true then, with the line in *v.  False
+// once give_up_ns passed since `start`, or when the done word reached the piece and the line
+// still is not the piece's: the host ended the piece, and a later piece's end overwrote the
+// line (pieces ended unrun once the team stopped: the output is no result then anyway).  The
+// host writes the lines before done, so a line read after done reached the piece is final.
+// Each poll is a round trip to host memory (the line and done read side by side): the first
+// ones follow each other at once.
+__device__ bool await_line(const StagedPieceArgs &a, const LlLine *line, uint64_t start,
+                           LlLine *v) {
+  const volatile uint32_t *done = a.done;
+  auto mine = [&] { return ll_flag(v->half[0]) == a.piece && ll_flag(v->half[1]) == a.piece; };
+  for (unsigned polls = 0;; ++polls) {
+    *v = load_line(line);
+    const bool ended = static_cast<int32_t>(*done - a.piece) >= 0;
+    if (mine()) return true;
+    if (ended) {
+      *v = load_line(line);
+      return mine();
+    }
+    if (global_ns() - start > a.give_up_ns) return false;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
+    if (polls >= 64) __nanosleep(100);
+#endif
+  }
+}
+
+// The piece as lines: each thread writes one input line; the thread of the last output line
+// waits for it (the host writes them in order), then each thread takes its own, and the output
+// is written only once every line came (else nothing, as the words' form).
+__device__ void lines_piece(const StagedPieceArgs &a) {
+  __shared__ bool go;
+  const size_t t = threadIdx.x;
+  const size_t in_lines = ll_lines(a.in_bytes);
+  const size_t out_lines = ll_lines(a.out_bytes);
+  const uint64_t start = global_ns();
+  if (t < in_lines) {
+    uint32_t d0, d1;
+    line_payload(static_cast<const unsigned char *>(a.in_src), a.in_bytes, t, &d0, &d1);
+    store_line(a.ll_in + t, d0, d1, a.piece);
+  }
+  LlLine v;
+  if (t == out_lines - 1) go = await_line(a, a.ll_out + t, start, &v);
+  __syncthreads();
+  if (!go) return;
+  const bool lost = t < out_lines - 1 && !await_line(a, a.ll_out + t, start, &v);
+  if (__syncthreads_or(lost)) return;
+  if (t < out_lines) {
+    put_payload(ll_data(v.half[0]), ll_data(v.half[1]), t, static_cast<unsigned char *>(a.out_dst),
+                a.out_bytes);
+    store_line(a.ll_out + t, 0, 0, 0);  // taken: no later piece mistakes it for its own
+  }
+  if (a.finished == nullptr) return;
+  __threadfence_system();  // this thread's stores of the output, before finished
+  __syncthreads();
+  if (t == 0) *static_cast<volatile uint32_t *>(a.finished) = a.piece;
+}
+
+// ------------------------------------------------------------------ the kernel
+
 __global__ void __launch_bounds__(kThreads) staged_piece_kernel(const StagedPieceArgs a) {
+  if (a.ll_in != nullptr) {
+    lines_piece(a);
+    return;
+  }
   __shared__ bool go;
   copy_bytes(a.in_src, a.in_dst, a.in_bytes);
   __threadfence_system();  // this thread's stores to the slot, before ready
@@ -77,12 +212,24 @@ __global__ void __launch_bounds__(kThreads) staged_piece_kernel(const StagedPiec
 
 }  // namespace
 
-cudaError_t launch_staged_piece(const StagedPieceArgs &args, cudaStream_t stream) {
-  if (args.ready == nullptr || args.done == nullptr ||
-      (args.in_bytes > 0 && (args.in_src == nullptr || args.in_dst == nullptr)) ||
-      (args.out_bytes > 0 && (args.out_src == nullptr || args.out_dst == nullptr))) {
-    return cudaErrorInvalidValue;
+namespace {
+
+bool valid(const StagedPieceArgs &a) {
+  if ((a.in_bytes > 0 && a.in_src == nullptr) || (a.out_bytes > 0 && a.out_dst == nullptr)) {
+    return false;
   }
+  if (a.ll_in != nullptr || a.ll_out != nullptr) {
+    return a.ll_in != nullptr && a.ll_out != nullptr && a.done != nullptr &&
+           a.in_bytes <= kLlMaxBytes && a.out_bytes <= kLlMaxBytes;
+  }
+  return a.ready != nullptr && a.done != nullptr && (a.in_bytes == 0 || a.in_dst != nullptr) &&
+         (a.out_bytes == 0 || a.out_src != nullptr);
+}
+
+}  // namespace
+
+cudaError_t launch_staged_piece(const StagedPieceArgs &args, cudaStream_t stream) {
+  if (!valid(args)) return cudaErrorInvalidValue;
   // cudaLaunchKernel answers for this launch alone (see allreduce.cu).
   void *params[] = {const_cast<StagedPieceArgs *>(&args)};
   return cudaLaunchKernel(staged_piece_kernel, dim3(1), dim3(kThreads), params, 0, stream);

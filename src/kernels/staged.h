@@ -9,12 +9,19 @@
 // copy engines (more with ranks sharing a GPU under MPS); the kernel's stores and loads cross
 // PCIe once each way.  Meant for pieces of tens of KB at most: its loads from host memory are
 // round trips.
+//
+// Pieces of at most kLlMaxBytes may go as lines instead (ll_line.h): the kernel writes its input
+// as lines whose flags say it landed (no fence, no ready word), and takes the output from lines
+// the host wrote the same way (no done word to poll first, no fence): one round trip across
+// PCIe each way instead of two.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "ll_line.h"
 
 namespace cohort::kernels {
 
@@ -35,10 +42,18 @@ struct StagedPieceArgs {
   // this the kernel stops waiting anyway and writes no output, so that it never holds the GPU
   // forever.
   uint64_t give_up_ns = 0;
+  // Both set: the piece goes as lines (in_bytes and out_bytes at most kLlMaxBytes), and ready,
+  // in_dst and out_src are not used.  ll_in gets ll_lines(in_bytes) lines flagged with
+  // `piece`; the output is taken from ll_lines(out_bytes) lines at ll_out once their flags are
+  // `piece`, and those lines are zeroed then.  done is read beside them: once it reached the
+  // piece, lines that still are not the piece's mean the host ended it without them (a later
+  // piece wrote over them), and the kernel writes no output.
+  LlLine *ll_in = nullptr;
+  LlLine *ll_out = nullptr;
 };
 
-// cudaErrorInvalidValue (launching nothing) without words or with a null buffer of nonzero
-// bytes.  One block on `stream`.
+// cudaErrorInvalidValue (launching nothing) without words (or lines) or with a null buffer of
+// nonzero bytes, or lines for more than kLlMaxBytes.  One block on `stream`.
 cudaError_t launch_staged_piece(const StagedPieceArgs &args, cudaStream_t stream);
 
 // cudaSuccess when this process can launch it (a CUDA runtime over a real driver with a device

@@ -25,9 +25,12 @@ Status CollFront::configure() {
   if (!is_error(s)) s = param_int("STAGED_CHUNK_BYTES", &chunk);
   int64_t kernel_bytes = 0;
   if (!is_error(s)) s = param_int("STAGED_KERNEL_BYTES", &kernel_bytes);
+  int64_t lines_bytes = 0;
+  if (!is_error(s)) s = param_int("STAGED_LINES_BYTES", &lines_bytes);
   if (is_error(s)) return s;
   chunk_bytes_ = static_cast<size_t>(chunk);
   kernel_bytes_ = static_cast<size_t>(kernel_bytes);
+  lines_bytes_ = static_cast<size_t>(lines_bytes);
   // A message from a peer of this host takes well under a microsecond: poll that long before
   // yielding, unless ranks share cores (then spinning only delays the peer that must run).
   cpu_set_t cpus;

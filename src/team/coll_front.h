@@ -176,8 +176,12 @@ class CollFront {
                         uint32_t first, void *stream);
   // A call of one small piece as one kernel (staged_kernel.h), where the process launches it.
   bool staged_by_kernel(const StagedPlan &plan) const;
+  // Such a piece as lines (lines_gate.h), where `site` has them and its bytes fit.
+  bool staged_by_lines(const StagedPlan &plan, const StageSite &site) const;
+  std::shared_ptr<RequestGate> lines_gate_of(const StagedPlan &plan, const StageSite &site,
+                                             uint32_t piece);
   Status enqueue_kernel(const CollCall &call, const StagedPlan &plan, const StageSite &site,
-                        uint32_t piece, bool blocking, void *stream);
+                        uint32_t piece, bool blocking, bool lines, void *stream);
   Status await_finished(uint32_t piece, void *stream);  // a blocking call's kernel
   Status run_staged_blocking(const CollCall &call, const StagedPlan &plan,
                              std::vector<StagedRun> *runs, void *stream);
@@ -203,6 +207,7 @@ class CollFront {
   double timeout_s_ = 600;      // COHORT_COLL_TIMEOUT
   size_t chunk_bytes_ = 0;      // COHORT_STAGED_CHUNK_BYTES
   size_t kernel_bytes_ = 0;     // COHORT_STAGED_KERNEL_BYTES
+  size_t lines_bytes_ = 0;      // COHORT_STAGED_LINES_BYTES
   unsigned spins_ = 0;          // polls before yielding: only with a core per local rank
   mutable std::mutex mutex_;    // one poll of the queue at a time; stop() waits for it
   std::deque<std::shared_ptr<CollRequest>> queue_;  // the running one first

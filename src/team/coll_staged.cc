@@ -18,6 +18,7 @@
 #include "core/cuda_stream.h"
 #include "core/log.h"
 #include "team/coll_front.h"
+#include "team/lines_gate.h"
 #include "team/progress_engine.h"
 #include "team/staged_kernel.h"
 #include "team/staged_plan.h"
@@ -123,9 +124,31 @@ bool CollFront::staged_by_kernel(const StagedPlan &plan) const {
          staged_kernel_usable();
 }
 
+bool CollFront::staged_by_lines(const StagedPlan &plan, const StageSite &site) const {
+  static_assert(kernels::kLlMaxBytes == 4096, "COHORT_STAGED_LINES_BYTES's range (params.cc)");
+  const StagedPiece &p = plan.pieces[0];
+  return site.lines_in != nullptr && p.in.bytes <= lines_bytes_ && p.out.bytes <= lines_bytes_;
+}
+
+// The host's side of a piece as lines: its gate (lines_gate.h).
+std::shared_ptr<RequestGate> CollFront::lines_gate_of(const StagedPlan &plan, const StageSite &site,
+                                                      uint32_t piece) {
+  const StagedPiece &p = plan.pieces[0];
+  LinesPiece lp;
+  lp.in_lines = site.lines_in;
+  lp.in_slot = slot_of(site.memory, plan, 0) + p.in.slot_offset;
+  lp.in_bytes = p.in.bytes;
+  lp.out_lines = site.lines_out;
+  lp.out_slot = slot_of(site.memory, plan, 0) + p.out.slot_offset;
+  lp.out_bytes = p.out.bytes;
+  lp.done = site.done;
+  lp.piece = piece;
+  return lines_gate(lp);
+}
+
 // The stream's part of a call of one piece, as one kernel.
 Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan,
-                                 const StageSite &site, uint32_t piece, bool blocking,
+                                 const StageSite &site, uint32_t piece, bool blocking, bool lines,
                                  void *stream) {
   const StagedPiece &p = plan.pieces[0];
   StagedKernelPiece k;
@@ -143,6 +166,10 @@ Status CollFront::enqueue_kernel(const CollCall &call, const StagedPlan &plan,
   k.done = site.done;
   k.piece = piece;
   if (blocking) k.finished = staging_->finished_word();
+  if (lines) {
+    k.lines_in = site.lines_in;
+    k.lines_out = site.lines_out;
+  }
   k.timeout_s = timeout_s_;
   return launch_staged_kernel(k, stream);
 }
@@ -199,24 +226,29 @@ Status CollFront::run_staged(const CollCall &call, void *stream, bool blocking) 
   if (is_error(s)) return s;
   const bool by_kernel = staged_by_kernel(plan);
   if (blocking && !by_kernel) return run_staged_blocking(call, plan, &runs, stream);
+  const StageSite site = staging_->site();
+  const bool by_lines = by_kernel && staged_by_lines(plan, site);
   const uint32_t first = staging_->claim(runs.size());
   for (size_t k = 0; k < runs.size(); ++k) {
+    const uint32_t piece = first + static_cast<uint32_t>(k) + 1;
     runs[k].request = std::make_shared<CollRequest>();
-    runs[k].request->gate = staging_->gate(first + static_cast<uint32_t>(k) + 1);
+    runs[k].request->gate = by_lines ? lines_gate_of(plan, site, piece) : staging_->gate(piece);
     queue(runs[k].call, runs[k].args, *runs[k].rule, runs[k].request);
   }
   if (!blocking) ProgressEngine::instance().watch(this);
   s = staging_->order(stream);
   if (!is_error(s)) {
-    s = by_kernel ? enqueue_kernel(call, plan, staging_->site(), first + 1, blocking, stream)
-                  : enqueue_copies(call, plan, staging_->site(), first, stream);
+    s = by_kernel ? enqueue_kernel(call, plan, site, first + 1, blocking, by_lines, stream)
+                  : enqueue_copies(call, plan, site, first, stream);
   }
   if (!is_error(s)) s = staging_->finished(stream);
   if (is_error(s)) return abandon_queued(s);
   COHORT_LOG_TRACE(COLL, "%s: %s of %zu piece(s) enqueued at %lld us, in %.1f us%s",
                    info_.name.c_str(), coll::collective_name(call.collective), runs.size(),
                    static_cast<long long>(now_ns() / 1000), (now_ns() - began_ns) / 1e3,
-                   by_kernel ? ", as a kernel" : "");
+                   by_lines    ? ", as a kernel of lines"
+                   : by_kernel ? ", as a kernel"
+                               : "");
   if (!blocking) return COHORT_SUCCESS;
   // A blocking call of one piece as a kernel: this thread runs the piece, which opens once the
   // kernel announced its input, and then waits for the kernel to copy the output back.
@@ -306,7 +338,7 @@ Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, v
   const bool by_kernel = staged_by_kernel(plan);
   s = capture_host_node(std::move(owned), stream);
   if (!is_error(s)) {
-    s = by_kernel ? enqueue_kernel(call, plan, replay->site(), 1, false, stream)
+    s = by_kernel ? enqueue_kernel(call, plan, replay->site(), 1, false, false, stream)
                   : enqueue_copies(call, plan, replay->site(), 0, stream);
   }
   if (is_error(s)) {

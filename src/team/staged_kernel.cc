@@ -38,6 +38,8 @@ Status launch_staged_kernel(const StagedKernelPiece &p, void *stream) {
   a.done = p.done;
   a.piece = p.piece;
   a.finished = p.finished;
+  a.ll_in = p.lines_in;
+  a.ll_out = p.lines_out;
   a.give_up_ns = static_cast<uint64_t>((2 * p.timeout_s + 60) * 1e9);
   return tl_gpu::cuda_status(kernels::launch_staged_piece(a, static_cast<cudaStream_t>(stream)),
                              "launching a piece's kernel through host memory");

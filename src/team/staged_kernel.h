@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "kernels/ll_line.h"
 
 namespace cohort {
 
@@ -22,6 +23,9 @@ struct StagedKernelPiece {
   const uint32_t *done = nullptr;
   uint32_t piece = 0;
   uint32_t *finished = nullptr;  // optional: the piece once the output is in device memory
+  // Optional, both or neither: the piece as lines (kernels/ll_line.h; ready is not used then).
+  kernels::LlLine *lines_in = nullptr;
+  kernels::LlLine *lines_out = nullptr;
   double timeout_s = 0;  // the team's COHORT_COLL_TIMEOUT: the kernel waits longer, then ends
 };
 

@@ -43,7 +43,7 @@ class StagedReplay {
   StagedReplay(const StagedReplay &) = delete;
   StagedReplay &operator=(const StagedReplay &) = delete;
 
-  StageSite site() const { return {memory_, words_, words_ + kWordStride}; }
+  StageSite site() const { return {memory_, words_, words_ + kWordStride, nullptr, nullptr}; }
   // A collective's pieces, or a send/recv group's operations on the capture's memory (one
   // piece).
   std::vector<StagedRun> &runs() { return runs_; }

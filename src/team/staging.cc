@@ -1,6 +1,7 @@
 #include "team/staging.h"
 
 #include <atomic>
+#include <cstring>
 
 #include "core/clock.h"
 #include "core/cuda_stream.h"
@@ -49,12 +50,16 @@ Status Staging::create(std::unique_ptr<Staging> *out) {
   if (staging->context_ == nullptr) {
     return fail(COHORT_ERR_CUDA, "the calling thread has no current CUDA context");
   }
+  static_assert(3 * kWordStride * sizeof(uint32_t) <= kLinesAt &&
+                kLinesAt % alignof(kernels::LlLine) == 0);
+  const size_t bytes = kLinesAt + 2 * kernels::kLlMaxLines * sizeof(kernels::LlLine);
   void *words = nullptr;
-  Status s = cuda::mapped_alloc(3 * kWordStride * sizeof(uint32_t), &words,
-                                "allocating the staging words (page-locked, mapped)");
+  Status s = cuda::mapped_alloc(bytes, &words,
+                                "allocating the staging words and lines (page-locked, mapped)");
   if (is_error(s)) return s;
+  std::memset(words, 0, bytes);
   staging->words_ = static_cast<uint32_t *>(words);
-  staging->words_[0] = staging->words_[kWordStride] = staging->words_[2 * kWordStride] = 0;
+  staging->lines_ = reinterpret_cast<kernels::LlLine *>(static_cast<char *>(words) + kLinesAt);
   s = cuda::event_create(&staging->end_, "creating the staging event");
   if (is_error(s)) return s;
   *out = std::move(staging);
@@ -88,9 +93,10 @@ Status Staging::reserve(size_t bytes) {
   return s;
 }
 
-uint32_t Staging::claim(size_t pieces) {
-  const uint32_t first = next_piece_;
-  next_piece_ += static_cast<uint32_t>(pieces);
+uint32_t claim_pieces(uint32_t *next, size_t pieces) {
+  uint32_t first = *next;
+  if (static_cast<uint32_t>(first + pieces) < first) first = 0;  // first + 1 ... would pass 0
+  *next = first + static_cast<uint32_t>(pieces);
   return first;
 }
 

@@ -6,8 +6,10 @@
 //          slot, or it failed: the stream goes on, and the team's next call says why);
 // and a third for a blocking call's kernel (staged_kernel.h):
 //   finished  the kernel writes the piece's number once the output is in device memory.
-// Piece numbers grow over the team's life (32-bit, compared cyclically), so no word is ever
-// reset.  Made in the calling thread's CUDA context at the team's first such call.
+// Piece numbers grow over the team's life (32-bit, compared cyclically, never 0), so no word is
+// ever reset.  Beside the words, the lines of a small piece that carry their own flags
+// (kernels/ll_line.h, team/lines_gate.h): as many as one piece takes, in and out.  Made in the
+// calling thread's CUDA context at the team's first such call.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/ll_line.h"
 #include "team/coll_request.h"
 
 namespace cohort {
@@ -25,6 +28,11 @@ namespace cohort {
 inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
+
+// Numbers for `pieces` more pieces after *next (the first is the returned value + 1), moving
+// *next on.  0 is never one of them (the flag of a line that carries nothing,
+// kernels/ll_line.h): numbers that would wrap through it start after it.
+uint32_t claim_pieces(uint32_t *next, size_t pieces);
 
 // A gate that opens once *ready reached `piece`, and at its end counts `outstanding`
 // (optional) down and writes `piece` into *done (never lowering it: pieces end in order, a
@@ -38,6 +46,11 @@ struct StageSite {
   char *memory = nullptr;
   uint32_t *ready = nullptr;
   uint32_t *done = nullptr;
+  // A piece of one kernel may go as lines (lines_gate.h) where the site has them: not a
+  // captured call's, whose pieces are numbered alike at every replay (a line left by one replay
+  // would pass for the next one's).
+  kernels::LlLine *lines_in = nullptr;
+  kernels::LlLine *lines_out = nullptr;
 };
 
 // A piece of a blocking call: open once the copy of its input into its slot ended (the event
@@ -70,15 +83,18 @@ class Staging {
   // once the device is done with it.
   Status reserve(size_t bytes);
   char *memory() const { return memory_; }
-  // Numbers for `pieces` more pieces: the first is the returned value + 1.
-  uint32_t claim(size_t pieces);
+  // Numbers for `pieces` more pieces (claim_pieces).
+  uint32_t claim(size_t pieces) { return claim_pieces(&next_piece_, pieces); }
   // A gate that opens when the stream wrote `piece` into ready, and writes it into done.
   std::shared_ptr<RequestGate> gate(uint32_t piece);
   uint32_t *ready_word() const { return words_; }
   uint32_t *done_word() const { return words_ + kWordStride; }
   // A blocking call's kernel writes its piece here once its output is in device memory.
   uint32_t *finished_word() const { return words_ + 2 * kWordStride; }
-  StageSite site() const { return {memory_, ready_word(), done_word()}; }
+  // The lines of a piece of one kernel (kLlMaxLines each way), mapped, zeroed at first.
+  kernels::LlLine *lines_in() const { return lines_; }
+  kernels::LlLine *lines_out() const { return lines_ + kernels::kLlMaxLines; }
+  StageSite site() const { return {memory_, ready_word(), done_word(), lines_in(), lines_out()}; }
 
   // Around one call's stream work: after the team's previous call if that was on another
   // stream, and its end recorded.
@@ -105,10 +121,12 @@ class Staging {
   };
   void free_retired(bool all);
   static constexpr size_t kWordStride = 32;  // ready, done, finished on lines of their own
+  static constexpr size_t kLinesAt = 512;    // bytes from the words to the lines
 
   void *context_ = nullptr;    // the CUDA context all of this lives in
-  uint32_t *words_ = nullptr;  // mapped: ready, done, finished
-  char *memory_ = nullptr;     // mapped
+  uint32_t *words_ = nullptr;  // mapped: ready, done, finished, then the lines
+  kernels::LlLine *lines_ = nullptr;
+  char *memory_ = nullptr;  // mapped
   size_t capacity_ = 0;
   uint32_t next_piece_ = 0;
   void *own_stream_ = nullptr;
