@@ -41,7 +41,6 @@ enum Fn {
   kCtxPush,
   kCtxPop,
   // For calls captured into CUDA graphs only (capture_ops_available).
-  kLaunchHostFunc,
   kUserObjectCreate,
   kUserObjectRelease,
   kGraphRetainUserObject,
@@ -49,7 +48,7 @@ enum Fn {
   kExchangeCaptureMode,
   kFnCount
 };
-constexpr int kFirstCaptureFn = kLaunchHostFunc;
+constexpr int kFirstCaptureFn = kUserObjectCreate;
 constexpr const char *kNames[kFnCount][2] = {{"cuMemHostAlloc", nullptr},
                                              {"cuMemFreeHost", nullptr},
                                              {"cuMemHostGetDevicePointer_v2", nullptr},
@@ -69,7 +68,6 @@ constexpr const char *kNames[kFnCount][2] = {{"cuMemHostAlloc", nullptr},
                                              {"cuCtxGetCurrent", nullptr},
                                              {"cuCtxPushCurrent_v2", nullptr},
                                              {"cuCtxPopCurrent_v2", nullptr},
-                                             {"cuLaunchHostFunc", nullptr},
                                              {"cuUserObjectCreate", nullptr},
                                              {"cuUserObjectRelease", nullptr},
                                              {"cuGraphRetainUserObject", nullptr},
@@ -242,12 +240,6 @@ Status wait_word(uint32_t *word, uint32_t value, void *stream, const char *what)
   return checked(entry<CuResult (*)(void *, Ptr, uint32_t, unsigned)>(kWaitValue32)(
                      stream, address(word), value, kWaitGeq),
                  what);
-}
-
-Status host_func(void *stream, void (*fn)(void *), void *data, const char *what) {
-  return checked(
-      entry<CuResult (*)(void *, void (*)(void *), void *)>(kLaunchHostFunc)(stream, fn, data),
-      what);
 }
 
 Status retain_in_capture(void *stream, void *object, void (*destroy)(void *), const char *what) {

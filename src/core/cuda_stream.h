@@ -69,12 +69,9 @@ Status copy_async(void *dst, const void *src, size_t bytes, void *stream, const 
 Status write_word(uint32_t *word, uint32_t value, void *stream, const char *what);
 Status wait_word(uint32_t *word, uint32_t value, void *stream, const char *what);
 
-// Captured into CUDA graphs (capture_ops_available first).  host_func: `fn(data)` runs on a
-// driver thread once the stream's earlier work is done, and the stream's later work waits for
-// its return; `fn` may not call CUDA.
-Status host_func(void *stream, void (*fn)(void *), void *data, const char *what);
-// The graph that `stream` is capturing owns `object` from now on: `destroy(object)` runs, on a
-// driver thread that may not call CUDA, once the graph and every instance of it are gone.
+// Captured into CUDA graphs (capture_ops_available first).  The graph that `stream` is
+// capturing owns `object` from now on: `destroy(object)` runs, on a driver thread that may not
+// call CUDA, once the graph and every instance of it are gone.
 // On failure `destroy(object)` has run, or runs soon on that thread.
 Status retain_in_capture(void *stream, void *object, void (*destroy)(void *), const char *what);
 // A scope in which the calling thread may allocate while it captures a graph (its capture

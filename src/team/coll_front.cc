@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "team/staged_replay.h"
 #include "team/rank_list.h"
 #include "coll/host_execution.h"
 
@@ -227,8 +228,8 @@ bool CollFront::progress_requests() {
   return moved;
 }
 
-// The head waits for its stream.  A graph's replay queues its pieces when its stream reaches
-// the replay's host node, which may come after calls the host made later: a stream call
+// The head waits for its stream.  A graph's replay queues its pieces when the engine sees its
+// stream ring the replay's doorbell, which may come after calls the host made later: a stream call
 // enqueued behind the graph's launch is queued at once, and waits on its stream for the
 // replay.  So the first replayed piece, once its gate opened, runs ahead of a head that is
 // not one; those it passes keep their order, and so do the replays' pieces (a later piece's
@@ -247,8 +248,15 @@ bool CollFront::promote_replay() {
 }
 
 bool CollFront::progress_staged(bool *moved) {
-  *moved = progress_requests();
+  const bool rang = has_captures() && hub_->poll();
+  *moved = progress_requests() || rang;
   return staged_pending();
+}
+
+bool CollFront::has_captures() const { return hub_ && hub_->live_count.load() > 0; }
+
+bool CollFront::staged_pending() const {
+  return (staged_queued_.load() > 0 && !stopped_) || has_captures();
 }
 
 void CollFront::ended(CollRequest &r) {

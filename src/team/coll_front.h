@@ -113,14 +113,18 @@ class CollFront {
   // Before the team goes away: collectives through host memory still queued run to their
   // end (or their timeout), so that calls a stream holds complete (coll_staged.cc).
   void finish_staged();
-  // The progress engine's poll (progress_engine.h): the queue moved on once (*moved: bytes
-  // moved or a request ended); false once nothing staged is queued.
+  // The progress engine's poll (progress_engine.h): the doorbells of the team's captures
+  // looked at, and the queue moved on once (*moved: a replay rang, bytes moved or a request
+  // ended); false once nothing staged is queued and no capture lives.
   bool progress_staged(bool *moved);
-  // Gated requests still queued on a team that runs (what the progress engine polls for).
-  bool staged_pending() const { return staged_queued_.load() > 0 && !stopped_; }
+  // Gated requests still queued on a team that runs, or captures whose doorbells may ring
+  // (what the progress engine polls for).
+  bool staged_pending() const;
+  // Graphs captured on this team exist: their replays start when the engine sees them.
+  bool has_captures() const;
 
-  // A replay of a call captured into a CUDA graph reached its host node (staged_replay.h):
-  // queues its pieces, or fails (queueing nothing) where a group's schedule cannot be built.
+  // A replay of a call captured into a CUDA graph rang its doorbell (staged_replay.h): queues
+  // its pieces, or fails (queueing nothing) where a group's schedule cannot be built.
   Status queue_replay(StagedReplay &replay);
 
   // Ends every queued request with `status` and refuses later calls; with `announce`, tells
@@ -146,7 +150,7 @@ class CollFront {
   // null (a send/recv group on several streams); `what` names the call in messages.
   Status stage_on(const char *what, void **stream, bool blocking, bool *capturing);
   Status run_staged(const CollCall &call, void *stream, bool blocking);
-  // A stream call captured into a graph: its host node and its copies (staged_replay.h).
+  // A stream call captured into a graph: its doorbell and its copies (staged_replay.h).
   Status capture_staged(const CollCall &call, const StagedPlan &plan, void *stream);
   Status build_p2p(const std::vector<P2POp> &ops, CollRequest *request) const;
   // `streams`: the group's, in order of first use; none for a blocking group.
@@ -157,10 +161,10 @@ class CollFront {
                             const StageSite &site, uint32_t piece, void *stream);
   Status capture_p2p(const std::vector<P2POp> &ops, const std::vector<size_t> &offsets,
                      size_t bytes, void *stream);
-  // The hub of this team's replays (made at the first capture), and the capture's host node
-  // on `stream` with the graph owning `replay` from then on.
+  // The hub of this team's replays (made at the first capture).
   std::shared_ptr<ReplayHub> replay_hub();
-  Status capture_host_node(std::unique_ptr<StagedReplay> replay, void *stream);
+  // Hands `replay` to the graph being captured on `stream` and captures its doorbell.
+  Status capture_ring(std::unique_ptr<StagedReplay> replay, void *stream);
   void push(const std::shared_ptr<CollRequest> &request);  // onto the queue, unless stopped
   // The driver refused a stream operation after the call's requests were queued: they would
   // wait for copies that never come, and the peers with them.  Stops the team, tells every

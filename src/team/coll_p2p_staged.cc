@@ -126,8 +126,8 @@ Status CollFront::enqueue_p2p_copies(const std::vector<P2POp> &ops,
 }
 
 // A group on one stream captured into a CUDA graph: on the capture's own memory, queued by
-// its host node at each replay (staged_replay.h).  Its schedule is built here once, so that a
-// group Cohort refuses is refused now, and again at each replay.
+// the progress engine when its doorbell rings at each replay (staged_replay.h).  Its schedule is
+// built here once, so that a group Cohort refuses is refused now, and again at each replay.
 Status CollFront::capture_p2p(const std::vector<P2POp> &ops, const std::vector<size_t> &offsets,
                               size_t bytes, void *stream) {
   std::unique_ptr<StagedReplay> owned;
@@ -140,7 +140,7 @@ Status CollFront::capture_p2p(const std::vector<P2POp> &ops, const std::vector<s
   if (is_error(s)) return s;
   owned->set_group(staged);
   StagedReplay *replay = owned.get();
-  s = capture_host_node(std::move(owned), stream);
+  s = capture_ring(std::move(owned), stream);
   if (!is_error(s)) s = enqueue_p2p_copies(ops, staged, replay->site(), 1, stream);
   if (is_error(s)) {
     return failf(s,

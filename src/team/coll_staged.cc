@@ -9,8 +9,8 @@
 // the copies of one piece overlap the wire of another and no host thread waits per call.  A
 // blocking call is driven by its own thread instead (run_staged_blocking).  A call of one small
 // piece puts its copies and its wait into one kernel instead (staged_kernel.h), blocking or not.
-// A stream call captured into a CUDA graph queues its pieces at each replay instead, through a
-// host node ahead of its copies (staged_replay.h).
+// A stream call captured into a CUDA graph queues its pieces at each replay instead, when the
+// progress engine sees the doorbell that the stream rings ahead of its copies (staged_replay.h).
 #include <atomic>
 #include <optional>
 
@@ -66,8 +66,12 @@ Status copy_out(const CollCall &call, const StagedPlan &plan, char *memory, size
 
 CollFront::~CollFront() {
   if (hub_) {  // replays of graphs captured on this team find it gone from now on
-    std::lock_guard<std::mutex> lock(hub_->mutex);
-    hub_->front = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(hub_->mutex);
+      hub_->front = nullptr;
+    }
+    // Their doorbells still need an answer, or their streams wait forever.
+    if (hub_->live_count.load() > 0) ProgressEngine::instance().adopt(hub_);
   }
   ProgressEngine::instance().forget(this);
 }
@@ -322,9 +326,10 @@ Status CollFront::run_staged_blocking(const CollCall &call, const StagedPlan &pl
   return is_error(s) ? fail(s, why) : ended;
 }
 
-// Nothing is queued now: the graph's host node queues the pieces at each replay, on the
-// capture's own slots and words; the copies (or the kernel) follow it.  The graph owns the
-// replay from the moment it is retained, before the host node that names it is captured.
+// Nothing is queued now: the progress engine queues the pieces at each replay, when the
+// stream rings the capture's doorbell, on the capture's own slots and words; the copies (or
+// the kernel) follow the ring.  The graph owns the replay from the moment it is retained,
+// before the ring is captured.
 // Calls captured on several streams are not ordered with the team's other calls by Cohort:
 // the graph's edges order them.
 Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, void *stream) {
@@ -336,7 +341,7 @@ Status CollFront::capture_staged(const CollCall &call, const StagedPlan &plan, v
   if (is_error(s)) return s;
   StagedReplay *replay = owned.get();
   const bool by_kernel = staged_by_kernel(plan);
-  s = capture_host_node(std::move(owned), stream);
+  s = capture_ring(std::move(owned), stream);
   if (!is_error(s)) {
     s = by_kernel ? enqueue_kernel(call, plan, replay->site(), 1, false, false, stream)
                   : enqueue_copies(call, plan, replay->site(), 0, stream);
@@ -361,13 +366,15 @@ std::shared_ptr<ReplayHub> CollFront::replay_hub() {
   return hub_;
 }
 
-Status CollFront::capture_host_node(std::unique_ptr<StagedReplay> replay, void *stream) {
+Status CollFront::capture_ring(std::unique_ptr<StagedReplay> replay, void *stream) {
   StagedReplay *r = replay.release();  // the graph's from here, or destroyed on failure
   Status s = cuda::retain_in_capture(stream, r, &StagedReplay::on_graph_gone,
                                      "handing a captured call's memory to its graph");
+  if (!is_error(s)) s = r->capture_ring(stream);
   if (is_error(s)) return s;
-  return cuda::host_func(stream, &StagedReplay::on_replay, r,
-                         "capturing the host node that queues a replay's pieces");
+  replay_hub()->add(r);
+  ProgressEngine::instance().watch(this);
+  return COHORT_SUCCESS;
 }
 
 Status CollFront::queue_replay(StagedReplay &replay) {

@@ -1,10 +1,13 @@
 #include "team/progress_engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "core/clock.h"
 #include "core/threads.h"
 #include "team/coll_front.h"
+#include "team/staged_replay.h"
 
 namespace cohort {
 
@@ -21,7 +24,13 @@ void ProgressEngine::watch(CollFront *front) {
   if (front->watched_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(fronts_.begin(), fronts_.end(), front) == fronts_.end()) fronts_.push_back(front);
-  if (!started_) {  // one thread for the process's life: it sleeps once no team is watched
+  start_locked();
+}
+
+// The thread, started once for the process's life (it sleeps once nothing is watched), told
+// that something is.
+void ProgressEngine::start_locked() {
+  if (!started_) {
     started_ = true;
     std::thread([this] { run(); }).detach();  // it outlives main
   }
@@ -34,13 +43,20 @@ void ProgressEngine::forget(CollFront *front) {
   front->watched_.store(false);
 }
 
-// One poll of every watched front (under mutex_); drops those with nothing staged left.
-// True when some moved.
-bool ProgressEngine::poll_all() {
-  bool moved = false;
+void ProgressEngine::adopt(std::shared_ptr<ReplayHub> hub) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  orphans_.push_back(std::move(hub));
+  start_locked();
+}
+
+// One poll of every watched front and orphaned hub (under mutex_); drops those with nothing
+// left to poll.
+ProgressEngine::Poll ProgressEngine::poll_all() {
+  Poll p;
   for (size_t i = 0; i < fronts_.size();) {
     bool front_moved = false;
     CollFront &front = *fronts_[i];
+    p.awake = p.awake || front.has_captures();
     bool keep = front.progress_staged(&front_moved);
     if (!keep) {
       front.watched_.store(false);
@@ -52,9 +68,18 @@ bool ProgressEngine::poll_all() {
     } else {
       fronts_.erase(fronts_.begin() + static_cast<long>(i));
     }
-    moved = moved || front_moved;
+    p.moved = p.moved || front_moved;
   }
-  return moved;
+  for (size_t i = 0; i < orphans_.size();) {
+    p.moved = orphans_[i]->poll() || p.moved;
+    if (orphans_[i]->live_count.load() == 0) {
+      orphans_.erase(orphans_.begin() + static_cast<long>(i));
+    } else {
+      p.awake = true;
+      ++i;
+    }
+  }
+  return p;
 }
 
 void ProgressEngine::run() {
@@ -62,14 +87,19 @@ void ProgressEngine::run() {
   Backoff backoff;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (fronts_.empty()) {
-      wake_.wait(lock, [this] { return !fronts_.empty(); });
+    if (fronts_.empty() && orphans_.empty()) {
+      wake_.wait(lock, [this] { return !fronts_.empty() || !orphans_.empty(); });
       backoff.reset();
     }
-    if (poll_all()) backoff.reset();
+    const Poll p = poll_all();
+    if (p.moved) backoff.reset();
     // Let watch() and forget() in between polls.
     lock.unlock();
-    backoff.pause();
+    if (p.awake) {
+      sched_yield();  // a doorbell may ring any time: no sleep
+    } else {
+      backoff.pause();
+    }
     lock.lock();
   }
 }
