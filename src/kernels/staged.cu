@@ -128,92 +128,51 @@ __device__ LlLine load_line(const LlLine *line) {
   return v;
 }
 
-// One poll of `line`, read beside the done word: kMine when both its flags are the piece's,
-// with the line in *v; kOver once the wait is over: give_up_ns passed since `start`, or the
-// done word reached the piece and the line still is not the piece's (the host ended the piece,
-// and a later piece's end overwrote the line: pieces ended unrun once the team stopped; the
-// output is no result then anyway).  The host writes the lines before done, so a line read
-// after done reached the piece is final.  The first polls follow each other at once (each is a
-// round trip to host memory), later ones sleep between.
-enum Poll : int { kNotYet, kMine, kOver };
-__device__ Poll poll_line(const StagedPieceArgs &a, const LlLine *line, uint64_t start, LlLine *v,
-                          unsigned polls) {
-  const volatile uint32_t *done = a.done;
-  auto mine = [&] { return ll_flag(v->half[0]) == a.piece && ll_flag(v->half[1]) == a.piece; };
-  *v = load_line(line);
-  const bool ended = static_cast<int32_t>(*done - a.piece) >= 0;
-  if (mine()) return kMine;
-  if (ended) {
-    *v = load_line(line);
-    return mine() ? kMine : kOver;
-  }
-  if (global_ns() - start > a.give_up_ns) return kOver;
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
-  if (polls >= 64) __nanosleep(100);
-#endif
-  return kNotYet;
-}
-
-// Polls `line` until it is the piece's (true, the line in *v) or the wait is over (false).
+// Polls `line` until both its flags are the piece's: true then, with the line in *v.  False
+// once give_up_ns passed since `start`, or when the done word reached the piece and the line
+// still is not the piece's: the host ended the piece, and a later piece's end overwrote the
+// line (pieces ended unrun once the team stopped: the output is no result then anyway).  The
+// host writes the lines before done, so a line read after done reached the piece is final.
+// Each poll is a round trip to host memory (the line and done read side by side): the first
+// ones follow each other at once.
 __device__ bool await_line(const StagedPieceArgs &a, const LlLine *line, uint64_t start,
                            LlLine *v) {
+  const volatile uint32_t *done = a.done;
+  auto mine = [&] { return ll_flag(v->half[0]) == a.piece && ll_flag(v->half[1]) == a.piece; };
   for (unsigned polls = 0;; ++polls) {
-    const Poll p = poll_line(a, line, start, v, polls);
-    if (p != kNotYet) return p == kMine;
-  }
-}
-
-// The last output line is watched by the first thread of kPollers warps, whose first polls are
-// kStaggerNs apart: a poll is a round trip of about a microsecond, and with k pollers in turn
-// the line is seen about 1/k of one after it landed instead of half of one on average.
-constexpr int kPollers = 4;
-constexpr unsigned kStaggerNs = 250;
-enum LineState : int { kWaiting, kCame, kLost };
-
-// One poller: until the line is the piece's (then *seen and kCame), or the piece ended without
-// it or the wait gave up (kLost), or another poller decided.
-__device__ void watch_line(const StagedPieceArgs &a, const LlLine *line, uint64_t start,
-                           volatile int *state, LlLine *seen) {
-  LlLine v;
-  for (unsigned polls = 0; *state == kWaiting; ++polls) {
-    const Poll p = poll_line(a, line, start, &v, polls);
-    if (p == kMine) {
-      *seen = v;
-      __threadfence_block();
-      *state = kCame;
-    } else if (p == kOver) {
-      *state = kLost;
+    *v = load_line(line);
+    const bool ended = static_cast<int32_t>(*done - a.piece) >= 0;
+    if (mine()) return true;
+    if (ended) {
+      *v = load_line(line);
+      return mine();
     }
+    if (global_ns() - start > a.give_up_ns) return false;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
+    if (polls >= 64) __nanosleep(100);
+#endif
   }
 }
 
-// The piece as lines: each thread writes one input line; pollers watch the last output line
-// (the host writes them in order), then each thread takes its own, and the output is written
-// only once every line came (else nothing, as the words' form).
+// The piece as lines: each thread writes one input line; the thread of the last output line
+// waits for it (the host writes them in order), then each thread takes its own, and the output
+// is written only once every line came (else nothing, as the words' form).
 __device__ void lines_piece(const StagedPieceArgs &a) {
-  __shared__ volatile int state;
-  __shared__ LlLine seen;
+  __shared__ bool go;
   const size_t t = threadIdx.x;
   const size_t in_lines = ll_lines(a.in_bytes);
   const size_t out_lines = ll_lines(a.out_bytes);
-  const size_t last = out_lines - 1;
   const uint64_t start = global_ns();
-  if (t == 0) state = kWaiting;
   if (t < in_lines) {
     uint32_t d0, d1;
     line_payload(static_cast<const unsigned char *>(a.in_src), a.in_bytes, t, &d0, &d1);
     store_line(a.ll_in + t, d0, d1, a.piece);
   }
-  __syncthreads();
-  if (t % 32 == 0 && t / 32 < kPollers) {
-    if (t > 0) __nanosleep(static_cast<unsigned>(t / 32) * kStaggerNs);
-    watch_line(a, a.ll_out + last, start, &state, &seen);
-  }
-  __syncthreads();
-  if (state != kCame) return;
   LlLine v;
-  if (t == last) v = seen;
-  const bool lost = t < last && !await_line(a, a.ll_out + t, start, &v);
+  if (t == out_lines - 1) go = await_line(a, a.ll_out + t, start, &v);
+  __syncthreads();
+  if (!go) return;
+  const bool lost = t < out_lines - 1 && !await_line(a, a.ll_out + t, start, &v);
   if (__syncthreads_or(lost)) return;
   if (t < out_lines) {
     put_payload(ll_data(v.half[0]), ll_data(v.half[1]), t, static_cast<unsigned char *>(a.out_dst),
