@@ -6,6 +6,19 @@
 
 namespace cohort {
 
+namespace {
+
+// Tells the core this is a spin-wait (frees the sibling hyperthread, saves power).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
 void Backoff::pause() {
   if (spins_ < max_spins_) {
     ++spins_;

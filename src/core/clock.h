@@ -13,15 +13,6 @@ inline int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// Tells the core this is a spin-wait (frees the sibling hyperthread, saves power).
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 // now_ns() + seconds, saturating: a huge or infinite timeout never wraps into the past.
 inline int64_t deadline_after(double seconds) {
   constexpr double kMaxNs = 9.0e18;

@@ -117,8 +117,6 @@ class CollFront {
   // looked at, and the queue moved on once (*moved: a replay rang, bytes moved or a request
   // ended); false once nothing staged is queued and no capture lives.
   bool progress_staged(bool *moved);
-  // Whether a thread polling this team may spin: each of its ranks here has a core.
-  bool may_spin() const { return spins_ > 0; }
   // Gated requests still queued on a team that runs, or captures whose doorbells may ring
   // (what the progress engine polls for).
   bool staged_pending() const;

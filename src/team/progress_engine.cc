@@ -17,20 +17,12 @@ ProgressEngine &ProgressEngine::instance() {
   return *engine;
 }
 
-// mutex_, saying so first: a spinning engine lets go of it at its next poll.
-std::unique_lock<std::mutex> ProgressEngine::take_lock() {
-  waiting_.fetch_add(1);
-  std::unique_lock<std::mutex> lock(mutex_);
-  waiting_.fetch_sub(1);
-  return lock;
-}
-
 void ProgressEngine::watch(CollFront *front) {
   // Polled already: no lock, which the engine holds while it polls (a stream call watches
   // its team every time).  poll_all() clears the flag before it drops a front, then looks
   // again, so a request queued before this call is never left unpolled.
   if (front->watched_.exchange(true)) return;
-  std::unique_lock<std::mutex> lock = take_lock();
+  std::lock_guard<std::mutex> lock(mutex_);
   if (std::find(fronts_.begin(), fronts_.end(), front) == fronts_.end()) fronts_.push_back(front);
   start_locked();
 }
@@ -46,13 +38,13 @@ void ProgressEngine::start_locked() {
 }
 
 void ProgressEngine::forget(CollFront *front) {
-  std::unique_lock<std::mutex> lock = take_lock();
+  std::lock_guard<std::mutex> lock(mutex_);
   fronts_.erase(std::remove(fronts_.begin(), fronts_.end(), front), fronts_.end());
   front->watched_.store(false);
 }
 
 void ProgressEngine::adopt(std::shared_ptr<ReplayHub> hub) {
-  std::unique_lock<std::mutex> lock = take_lock();
+  std::lock_guard<std::mutex> lock(mutex_);
   orphans_.push_back(std::move(hub));
   start_locked();
 }
@@ -64,7 +56,6 @@ ProgressEngine::Poll ProgressEngine::poll_all() {
   for (size_t i = 0; i < fronts_.size();) {
     bool front_moved = false;
     CollFront &front = *fronts_[i];
-    p.spin = p.spin && front.may_spin();
     p.awake = p.awake || front.has_captures();
     bool keep = front.progress_staged(&front_moved);
     if (!keep) {
@@ -91,31 +82,17 @@ ProgressEngine::Poll ProgressEngine::poll_all() {
   return p;
 }
 
-// Once something moved, the next piece's input usually lands within microseconds (the next
-// call's kernel): the engine spins that long before it yields, where its teams' ranks each have
-// a core (a yield and the lock around it cost more than the line takes to land).
-constexpr int64_t kSpinNs = 20 * 1000;
-
 void ProgressEngine::run() {
   spread_this_thread();
   Backoff backoff;
-  int64_t spin_until = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (fronts_.empty() && orphans_.empty()) {
       wake_.wait(lock, [this] { return !fronts_.empty() || !orphans_.empty(); });
       backoff.reset();
-      spin_until = 0;
     }
     const Poll p = poll_all();
-    if (p.moved) {
-      backoff.reset();
-      spin_until = p.spin ? now_ns() + kSpinNs : 0;
-    }
-    if (spin_until != 0 && waiting_.load(std::memory_order_relaxed) == 0 && now_ns() < spin_until) {
-      cpu_relax();  // keeps the lock: watch() of a team polled already takes none
-      continue;
-    }
+    if (p.moved) backoff.reset();
     // Let watch() and forget() in between polls.
     lock.unlock();
     if (p.awake) {

@@ -7,7 +7,6 @@
 // their graphs live, and then never sleeps (it yields its core).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -34,18 +33,15 @@ class ProgressEngine {
 
  private:
   ProgressEngine() = default;
-  std::unique_lock<std::mutex> take_lock();
   void start_locked();
   void run();
   struct Poll {
     bool moved = false;  // something moved
-    bool spin = true;    // every front polled may spin (its ranks each have a core here)
     bool awake = false;  // a capture's doorbell may ring: never sleep
   };
   Poll poll_all();
 
-  std::mutex mutex_;             // held while a front is polled: forget() waits for that poll
-  std::atomic<int> waiting_{0};  // threads about to take mutex_: the engine does not spin then
+  std::mutex mutex_;  // held while a front is polled: forget() waits for that poll
   std::condition_variable wake_;
   std::vector<CollFront *> fronts_;
   std::vector<std::shared_ptr<ReplayHub>> orphans_;  // hubs of teams gone, with live captures
