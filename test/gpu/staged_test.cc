@@ -67,15 +67,49 @@ struct Buffers {
   }
 };
 
+// The output region of the call's buffer, after the input's.
+constexpr size_t kOutAt = kMost + 2 * kGuard;
+
+// The call's buffer: the piece's input at in_off, kUntouched everywhere else.
+void fill_device(const Buffers &b, size_t bytes, size_t in_off, uint32_t piece) {
+  std::vector<uint8_t> host(2 * kMost + 4 * kGuard, kUntouched);
+  for (size_t i = 0; i < bytes; ++i) host[in_off + i] = in_byte(i, piece);
+  cudaMemcpy(b.device, host.data(), host.size(), cudaMemcpyHostToDevice);
+}
+
+// Launches the kernel (cooperatively on the emulation, where the host thread plays along),
+// waits for it, then for the host thread.
+cudaError_t run_kernel(const StagedPieceArgs &a, std::thread &host_side) {
+#ifdef COHORT_KERNELS_EMULATION
+  cohort_emul::set_launch_mode(cohort_emul::LaunchMode::kCooperative);
+#endif
+  cudaError_t err = cohort::kernels::launch_staged_piece(a, nullptr);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(nullptr);
+  host_side.join();
+  return err;
+}
+
+// The output at out_off in the call's buffer: *wrong bytes of it differ from the piece's
+// output (when `written`), *outside bytes around it (or in it, when not `written`) were touched.
+void check_output(const Buffers &b, size_t bytes, size_t out_off, uint32_t piece, bool written,
+                  size_t *wrong, size_t *outside) {
+  std::vector<uint8_t> host(2 * kMost + 4 * kGuard);
+  cudaMemcpy(host.data(), b.device, host.size(), cudaMemcpyDeviceToHost);
+  *wrong = *outside = 0;
+  for (size_t i = 0; i < bytes + 2 * kGuard; ++i) {
+    const uint8_t got = host[kOutAt + out_off + i];
+    const bool inside = i >= kGuard && i < kGuard + bytes;
+    if (inside && written) *wrong += got != out_byte(i - kGuard, piece);
+    if (!inside || !written) *outside += got != kUntouched;
+  }
+}
+
 // One case: `bytes` in from device + in_off to slot + 64, out from slot + 64 + kMost to
 // device + out_off.  `done_before` is the done word when the kernel starts; the host thread
 // writes the piece into it once it checked the input (or never, with `give_up`).
 void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uint32_t piece,
               uint32_t done_before, bool give_up) {
-  const size_t out_at = kMost + 2 * kGuard;  // the output region, after the input's
-  std::vector<uint8_t> host(2 * kMost + 4 * kGuard, kUntouched);
-  for (size_t i = 0; i < bytes; ++i) host[in_off + i] = in_byte(i, piece);
-  cudaMemcpy(b.device, host.data(), host.size(), cudaMemcpyHostToDevice);
+  fill_device(b, bytes, in_off, piece);
   std::memset(b.slot, 0, 2 * kMost + 256);
   store(b.words, piece - 1);
   store(b.words + 32, done_before);
@@ -86,7 +120,7 @@ void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uin
   a.in_dst = b.slot + 64;
   a.in_bytes = bytes;
   a.out_src = b.slot + 64 + kMost;
-  a.out_dst = b.device + out_at + kGuard + out_off;
+  a.out_dst = b.device + kOutAt + kGuard + out_off;
   a.out_bytes = bytes;
   a.ready = b.words;
   a.done = b.words + 32;
@@ -110,25 +144,14 @@ void run_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uin
     for (size_t i = 0; i < bytes; ++i) b.slot[64 + kMost + i] = out_byte(i, piece);
     store(b.words + 32, piece);
   });
-#ifdef COHORT_KERNELS_EMULATION
-  cohort_emul::set_launch_mode(cohort_emul::LaunchMode::kCooperative);
-#endif
-  cudaError_t err = cohort::kernels::launch_staged_piece(a, nullptr);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(nullptr);
-  host_side.join();
+  const cudaError_t err = run_kernel(a, host_side);
   EXPECT(err == cudaSuccess, "launch: %s", cudaGetErrorName(err));
   EXPECT(announced.load(), "the kernel never wrote ready (piece %u)", piece);
   EXPECT(load(b.words + 64) == (give_up ? piece - 1 : piece), "finished is %u (piece %u%s)",
          load(b.words + 64), piece, give_up ? ", giving up" : "");
 
-  cudaMemcpy(host.data(), b.device, host.size(), cudaMemcpyDeviceToHost);
   size_t wrong = 0, outside = 0;
-  for (size_t i = 0; i < bytes + 2 * kGuard; ++i) {
-    const uint8_t got = host[out_at + out_off + i];
-    const bool inside = i >= kGuard && i < kGuard + bytes;
-    if (inside && !give_up) wrong += got != out_byte(i - kGuard, piece);
-    if (!inside || give_up) outside += got != kUntouched;
-  }
+  check_output(b, bytes, out_off, piece, !give_up, &wrong, &outside);
   EXPECT(wrong == 0 && outside == 0,
          "%zu bytes: %zu output bytes wrong, %zu bytes written outside it (in_off %zu, out_off "
          "%zu, piece %u, done before %u%s)",
@@ -159,10 +182,7 @@ enum class LinesMode { kNormal, kOverwritten, kGiveUp };
 // lines start flagged with the piece before (and garbage), which the kernel must not take.
 void run_lines_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_off, uint32_t piece,
                     LinesMode mode) {
-  const size_t out_at = kMost + 2 * kGuard;
-  std::vector<uint8_t> host(2 * kMost + 4 * kGuard, kUntouched);
-  for (size_t i = 0; i < bytes; ++i) host[in_off + i] = in_byte(i, piece);
-  cudaMemcpy(b.device, host.data(), host.size(), cudaMemcpyHostToDevice);
+  fill_device(b, bytes, in_off, piece);
   LlLine *in = b.lines;
   LlLine *out = b.lines + kLlMaxLines;
   const size_t lines = ll_lines(bytes);
@@ -178,7 +198,7 @@ void run_lines_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_of
   StagedPieceArgs a;
   a.in_src = b.device + in_off;
   a.in_bytes = bytes;
-  a.out_dst = b.device + out_at + kGuard + out_off;
+  a.out_dst = b.device + kOutAt + kGuard + out_off;
   a.out_bytes = bytes;
   a.done = b.words + 32;
   a.piece = piece;
@@ -225,12 +245,7 @@ void run_lines_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_of
     }
     store(b.words + 32, flag);
   });
-#ifdef COHORT_KERNELS_EMULATION
-  cohort_emul::set_launch_mode(cohort_emul::LaunchMode::kCooperative);
-#endif
-  cudaError_t err = cohort::kernels::launch_staged_piece(a, nullptr);
-  if (err == cudaSuccess) err = cudaStreamSynchronize(nullptr);
-  host_side.join();
+  const cudaError_t err = run_kernel(a, host_side);
   const bool written = mode == LinesMode::kNormal;
   const char *what = mode == LinesMode::kNormal        ? ""
                      : mode == LinesMode::kOverwritten ? ", lines overwritten"
@@ -245,14 +260,8 @@ void run_lines_case(const Buffers &b, size_t bytes, size_t in_off, size_t out_of
   }
   EXPECT(kept == 0, "%zu of %zu output lines not zeroed once taken", kept, lines);
 
-  cudaMemcpy(host.data(), b.device, host.size(), cudaMemcpyDeviceToHost);
   size_t wrong = 0, outside = 0;
-  for (size_t i = 0; i < bytes + 2 * kGuard; ++i) {
-    const uint8_t got = host[out_at + out_off + i];
-    const bool inside = i >= kGuard && i < kGuard + bytes;
-    if (inside && written) wrong += got != out_byte(i - kGuard, piece);
-    if (!inside || !written) outside += got != kUntouched;
-  }
+  check_output(b, bytes, out_off, piece, written, &wrong, &outside);
   EXPECT(wrong == 0 && outside == 0,
          "lines, %zu bytes: %zu output bytes wrong, %zu bytes written outside it (in_off %zu, "
          "out_off %zu, piece %u%s)",
