@@ -15,7 +15,7 @@ set -u
 build=${1:?usage: contrib/staged-latency.sh BUILD RESULTS}
 results=${2:?usage: contrib/staged-latency.sh BUILD RESULTS}
 mkdir -p "$results"
-source "$(dirname "$0")/gpu-common.sh"  # binary, quiet
+source "$(dirname "$0")/gpu-common.sh"  # binary, quiet, perftest, fake_hosts
 perf=$(binary tools/cohort_perf)
 export UCX_TLS=tcp,self COHORT_ALLOW_SHARED_GPU=1
 summary=$results/summary.txt
@@ -23,12 +23,7 @@ summary=$results/summary.txt
 failed=0
 note() { echo "$*" | tee -a "$summary"; }
 
-port=$((20000 + $$ % 10000))
-timeout 60 ucx_perftest -p $port >/dev/null 2>&1 &
-sleep 1
-lat=$(timeout 60 ucx_perftest localhost -p $port -t tag_lat -s 8 -n 20000 2>&1 |
-  awk '/^Final/ {print $4}')
-wait
+lat=$(perftest tag_lat 8 20000 | awk '{print $4}')
 note "the wire (ucx_perftest tag_lat 8 B, $UCX_TLS): ${lat:-?} us"
 [ -n "$lat" ] || failed=1
 
@@ -45,20 +40,6 @@ else
   note "NCCL skipped: set STAGED_LATENCY_TORCH to a Python with PyTorch"
 fi
 
-# cohort_perf over NP ranks on fake hosts of PER ranks, environment assignments first.
-fake_hosts() {  # NP PER LOG [VAR=VALUE...] perf-args...
-  local np=$1 per=$2 log=$3
-  shift 3
-  local envs=()
-  while [[ ${1:-} == *=* ]]; do
-    envs+=("$1")
-    shift
-  done
-  timeout 300 mpirun -np "$np" env "${envs[@]}" sh -c \
-    "COHORT_HOST_ID=lat-h\$((OMPI_COMM_WORLD_RANK / $per)) exec \"\$@\"" x "$perf" "$@" 2>&1 |
-    quiet >"$log"
-  return "${PIPESTATUS[0]}"
-}
 # Out-of-place and in-place times (us) of BYTES in LOG.
 times() { awk -v b="$2" '$1 == b && $2 ~ /^[0-9]+$/ {print $6 " / " $10; exit}' "$1"; }
 

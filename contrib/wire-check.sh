@@ -18,7 +18,7 @@ set -u
 build=${1:?usage: contrib/wire-check.sh BUILD RESULTS}
 results=${2:?usage: contrib/wire-check.sh BUILD RESULTS}
 mkdir -p "$results"
-source "$(dirname "$0")/gpu-common.sh"  # binary, quiet
+source "$(dirname "$0")/gpu-common.sh"  # binary, quiet, perftest, fake_hosts
 perf=$(binary tools/cohort_perf)
 export UCX_TLS=tcp,self OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1  # 8 ranks on fewer cores (times then mean little)
@@ -27,17 +27,6 @@ summary=$results/summary.txt
 failed=0
 note() { echo "$*" | tee -a "$summary"; }
 
-# ucx_perftest TEST BYTES ITERS: one client run against a server of its own; prints its Final line.
-port=$((20000 + $$ % 10000))
-perftest() {
-  port=$((port + 1))
-  timeout 60 ucx_perftest -p $port >/dev/null 2>&1 &
-  local server=$!
-  sleep 1
-  timeout 60 ucx_perftest localhost -p $port -t "$1" -s "$2" -n "$3" 2>&1 | grep '^Final'
-  wait $server 2>/dev/null
-}
-# Final: iterations, latency 50% / average / overall (us), bandwidth average / overall (MB/s), ...
 note "# 1. the wire (ucx_perftest, UCX_TLS=$UCX_TLS, one way)"
 lat=$(perftest tag_lat 8 20000 | awk '{print $4}')
 bw16=$(perftest tag_bw 16777216 40 | awk '{print $7}')
@@ -45,17 +34,6 @@ bw64=$(perftest tag_bw 67108864 20 | awk '{print $7}')
 note "tag_lat 8 B: ${lat:-?} us; tag_bw 16 MB: ${bw16:-?} MB/s; 64 MB: ${bw64:-?} MB/s"
 [ -n "$lat" ] && [ -n "$bw16" ] && [ -n "$bw64" ] || failed=1
 
-# cohort_perf over NP ranks on hosts of PER ranks; LOG gets its output.  The ranks are local:
-# they get mpirun's environment (no -x, which Open MPI refuses beside mca_base_env_list, set
-# by the MPS helper of GPU machines).
-fake_hosts() {  # NP PER LOG perf-args...
-  local np=$1 per=$2 log=$3
-  shift 3
-  timeout 600 mpirun -np "$np" sh -c \
-    "COHORT_HOST_ID=wire-h\$((OMPI_COMM_WORLD_RANK / $per)) exec \"\$@\"" x "$perf" "$@" 2>&1 |
-    quiet >"$log"
-  return "${PIPESTATUS[0]}"
-}
 # The out-of-place time (us) and busbw (GB/s) of the first row of BYTES in LOG.
 row() { awk -v b="$2" '$1 == b && $2 ~ /^[0-9]+$/ {print $6, $8; exit}' "$1"; }
 
