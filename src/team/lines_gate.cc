@@ -49,11 +49,7 @@ class LinesGate final : public RequestGate {
     const size_t lines = ll_lines(p_.out_bytes);
     for (size_t i = 0; i < lines; ++i)
       put_line(p_.out_lines + i, p_.out_slot, p_.out_bytes, i, p_.piece);
-    std::atomic_ref<uint32_t> done(*p_.done);
-    uint32_t seen = done.load(std::memory_order_relaxed);
-    while (!reached(seen, p_.piece) &&
-           !done.compare_exchange_weak(seen, p_.piece, std::memory_order_release)) {
-    }
+    advance_done(p_.done, p_.piece);
   }
 
  private:

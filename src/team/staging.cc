@@ -22,11 +22,7 @@ class PieceGate final : public RequestGate {
   void end(Status) override {
     // Counted first: a stream that saw done may start the next replay at once.
     if (outstanding_ != nullptr) outstanding_->fetch_sub(1, std::memory_order_release);
-    std::atomic_ref<uint32_t> done(*done_);
-    uint32_t seen = done.load(std::memory_order_relaxed);
-    while (!reached(seen, piece_) &&
-           !done.compare_exchange_weak(seen, piece_, std::memory_order_release)) {
-    }
+    advance_done(done_, piece_);
   }
 
  private:
@@ -91,6 +87,14 @@ Status Staging::reserve(size_t bytes) {
   memory_ = static_cast<char *>(memory);
   capacity_ = grown;
   return s;
+}
+
+void advance_done(uint32_t *done, uint32_t piece) {
+  std::atomic_ref<uint32_t> word(*done);
+  uint32_t seen = word.load(std::memory_order_relaxed);
+  while (!reached(seen, piece) &&
+         !word.compare_exchange_weak(seen, piece, std::memory_order_release)) {
+  }
 }
 
 uint32_t claim_pieces(uint32_t *next, size_t pieces) {

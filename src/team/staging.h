@@ -29,6 +29,10 @@ inline bool reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
 
+// Writes `piece` into *done unless done reached it already (pieces end in order, and a failure
+// ends the later ones too: done never goes back).
+void advance_done(uint32_t *done, uint32_t piece);
+
 // Numbers for `pieces` more pieces after *next (the first is the returned value + 1), moving
 // *next on.  0 is never one of them (the flag of a line that carries nothing,
 // kernels/ll_line.h): numbers that would wrap through it start after it.
