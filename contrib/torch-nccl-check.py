@@ -20,8 +20,9 @@ Modes:
   missing  the last rank joins the store but never creates its communicator; the others'
            eager init (device_id=) must fail within COHORT_INIT_TIMEOUT, naming it.
   memory   device memory the process group takes: cudaMemGetInfo before init_process_group
-           and after the first all_reduce (the issue's measure), then what each further kind
-           of call adds.
+           and after the first all_reduce (the issue's measure), PyTorch's stream pool
+           (which its process group makes with any library) apart from the library's share,
+           then what each further kind of call adds.
 Exit 1 when a check fails.
 """
 import argparse
@@ -251,7 +252,12 @@ def mode_memory(torch, dist, rank):
     gathered = torch.empty(dist_size() << 20, device=device)
     torch.cuda.synchronize()
     free_before, total = torch.cuda.mem_get_info(device)
-    steps = [("creation", lambda: dist.init_process_group("nccl", device_id=device)),
+    # PyTorch's own stream pool (32 streams per priority, made by the first pool stream, which
+    # ProcessGroupNCCL takes at its creation whatever the library): measured apart, so that
+    # the library's share shows; the process group's figure still counts it, as the issue's
+    # measure (before init_process_group, after the first all_reduce) does.
+    steps = [("PyTorch's stream pool", lambda: torch.cuda.Stream(device)),
+             ("creation", lambda: dist.init_process_group("nccl", device_id=device)),
              ("all_reduce fp32", lambda: dist.all_reduce(x)),
              ("all_reduce bf16", lambda: dist.all_reduce(y)),
              ("broadcast", lambda: dist.broadcast(x, 0)),
@@ -269,10 +275,11 @@ def mode_memory(torch, dist, rank):
             first_all_reduce = free
     if rank == 0:
         print("# libnccl loaded: %s" % loaded_nccl())
-        print("device memory taken by the process group: %.1f MiB (%.1f by its creation, "
-              "%.1f more by the first all_reduce)"
-              % ((free_before - first_all_reduce) / 2**20, float(taken[0].split()[-1]),
-                 float(taken[1].split()[-1])))
+        pool, creation, first = (float(t.split()[-1]) for t in taken[:3])
+        print("device memory taken by the process group: %.1f MiB (%.1f by PyTorch's stream "
+              "pool, %.1f by its creation, %.1f more by the first all_reduce); the library's "
+              "share: %.1f MiB" % ((free_before - first_all_reduce) / 2**20, pool, creation,
+                                   first, creation + first))
         print("MiB taken by each step: %s; %.1f in all" % ("; ".join(taken),
                                                        (free_before - last) / 2**20))
     dist.destroy_process_group()

@@ -26,6 +26,7 @@ constexpr ParamRange kMailboxBytes{64, kGiB, true};
 constexpr ParamRange kMessageBytes{0, kTiB};
 constexpr ParamRange kStagedChunk{4096, kGiB, true};
 constexpr ParamRange kLanes{0, 8};
+constexpr ParamRange kFragment{64 * 1024, 64 << 20, true};
 constexpr ParamRange kStagedKernel{0, 1 << 20};
 constexpr ParamRange kStagedLines{0, 4096};  // kernels::kLlMaxBytes (coll_staged.cc checks)
 
@@ -78,7 +79,11 @@ const std::vector<ParamSpec> kParams = {
     {"UCX_LANES", ParamType::kInt, "0", "lanes", "", kLanes,
      "UCX workers, each with a thread of its own, that carry a process's direct messages between "
      "hosts side by side (a message's fragments take them in turn; two processes use as many as "
-     "the one with fewer has); 0: a quarter of the host's CPUs per rank on it, from 1 to 8"},
+     "the one with fewer has); 0: half the host's CPUs per rank on it, from 1 to 8"},
+    {"UCX_FRAGMENT_BYTES", ParamType::kInt, "4194304", "bytes", "", kFragment,
+     "between hosts, the largest fragment of a direct message (a power of two): a message goes "
+     "in fragments of an eighth of it, from 256 KiB (or this, where smaller) to this, over the "
+     "lanes in turn.  Every rank of a team must set the same"},
     {"COLL_TIMEOUT", ParamType::kDouble, "600", "s", "", kTimeout,
      "how long a collective waits without any progress before failing with the ranks it waits "
      "for"},

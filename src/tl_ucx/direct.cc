@@ -10,7 +10,6 @@ namespace {
 
 constexpr size_t kFragmentUnit = 64 * 1024;
 constexpr size_t kMinFragment = 256 * 1024;
-constexpr size_t kMaxFragment = 4 * 1024 * 1024;
 
 // The lane of the fragment that starts at byte `offset` of a message cut into fragments of
 // `fragment` bytes, over `lanes` lanes: both ends compute it alike, so a fragment's send and
@@ -34,9 +33,9 @@ int let_go_all(Fragments &fragments, bool cancel, Keep keep) {
 
 }  // namespace
 
-size_t fragment_bytes(size_t bytes) {
+size_t fragment_bytes(size_t bytes, size_t max) {
   const size_t eighth = (bytes / 8 + kFragmentUnit - 1) / kFragmentUnit * kFragmentUnit;
-  return std::clamp(eighth, kMinFragment, kMaxFragment);
+  return std::clamp(eighth, std::min(kMinFragment, max), max);
 }
 
 DirectSender::~DirectSender() {
@@ -50,7 +49,7 @@ DirectSender::~DirectSender() {
 void DirectSender::start(const void *data, size_t bytes) {
   data_ = static_cast<const char *>(data);
   bytes_ = bytes;
-  fragment_ = fragment_bytes(bytes);
+  fragment_ = fragment_bytes(bytes, fragment_max_);
   posted_ = done_ = 0;
 }
 
@@ -75,9 +74,10 @@ bool DirectSender::progress(ucs_status_t *error) {
   return done_ == bytes_;
 }
 
-DirectReceiver::DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag)
+DirectReceiver::DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag, size_t fragment_max)
     : lanes_(std::move(lanes)),
       tag_(tag),
+      fragment_max_(fragment_max),
       buffer_count_(std::clamp(kReceiveBuffersPerLane * static_cast<int>(lanes_.size()),
                                kMinReceiveBuffers, kMaxReceiveBuffers)) {}
 
@@ -95,7 +95,7 @@ DirectReceiver::~DirectReceiver() {
 void DirectReceiver::start(void *landing, size_t bytes) {
   landing_ = static_cast<char *>(landing);
   bytes_ = bytes;
-  fragment_ = fragment_bytes(bytes);
+  fragment_ = fragment_bytes(bytes, fragment_max_);
   posted_ = 0;
   if (landing_ == nullptr && buffer_bytes_ < std::min(fragment_, bytes_)) {
     buffers_.clear();  // every buffer is free between messages

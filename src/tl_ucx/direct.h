@@ -20,9 +20,19 @@
 
 namespace cohort::tl_ucx {
 
+// The largest fragment by default (COHORT_UCX_FRAGMENT_BYTES).
+constexpr size_t kDefaultFragmentMax = 4 * 1024 * 1024;
+
 // The fragments of a direct message of `bytes`: an eighth of it, rounded up to 64 KiB, at
-// least 256 KiB and at most 4 MiB (the last fragment takes the rest).
-size_t fragment_bytes(size_t bytes);
+// least 256 KiB (or `max`, where smaller) and at most `max` (the last fragment takes the rest).
+size_t fragment_bytes(size_t bytes, size_t max = kDefaultFragmentMax);
+
+// How a channel's large messages go: direct from `min` bytes (0: never), in fragments of at
+// most `fragment_max`.  Both ends of a channel must use the same.
+struct DirectForm {
+  size_t min = 0;
+  size_t fragment_max = kDefaultFragmentMax;
+};
 
 // Fragments a sender keeps in flight, and receive buffers a reducing receiver lands them in
 // (per lane, from kMinReceiveBuffers to kMaxReceiveBuffers).
@@ -34,7 +44,8 @@ constexpr int kMaxReceiveBuffers = 8;
 // The sending end: one message at a time, over `lanes` (at least one) to one peer.
 class DirectSender {
  public:
-  DirectSender(std::vector<LaneLink> lanes, ucp_tag_t tag) : lanes_(std::move(lanes)), tag_(tag) {}
+  DirectSender(std::vector<LaneLink> lanes, ucp_tag_t tag, size_t fragment_max)
+      : lanes_(std::move(lanes)), tag_(tag), fragment_max_(fragment_max) {}
   ~DirectSender();
   DirectSender(const DirectSender &) = delete;
   DirectSender &operator=(const DirectSender &) = delete;
@@ -54,6 +65,7 @@ class DirectSender {
 
   std::vector<LaneLink> lanes_;
   ucp_tag_t tag_;
+  size_t fragment_max_;
   const char *data_ = nullptr;
   size_t bytes_ = 0, fragment_ = 0, posted_ = 0, done_ = 0;
   std::deque<Fragment> fragments_;  // in posting order
@@ -63,7 +75,7 @@ class DirectSender {
 // sender's), landing in the caller's memory or in buffers of its own, lent in order.
 class DirectReceiver {
  public:
-  DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag);
+  DirectReceiver(std::vector<Lane *> lanes, ucp_tag_t tag, size_t fragment_max);
   ~DirectReceiver();
   DirectReceiver(const DirectReceiver &) = delete;
   DirectReceiver &operator=(const DirectReceiver &) = delete;
@@ -87,6 +99,7 @@ class DirectReceiver {
 
   std::vector<Lane *> lanes_;
   ucp_tag_t tag_;
+  size_t fragment_max_;
   int buffer_count_;
   char *landing_ = nullptr;
   size_t bytes_ = 0, fragment_ = 0, posted_ = 0;

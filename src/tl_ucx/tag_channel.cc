@@ -39,14 +39,14 @@ ucp_tag_t direct_tag(ucp_tag_t tag) {
 }
 }  // namespace
 
-SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, size_t direct_min,
+SendChannel::SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, DirectForm direct,
                          std::vector<LaneLink> lanes, int slots)
     : worker_(worker),
       endpoint_(endpoint),
       tag_(tag),
-      direct_min_(lanes.empty() ? 0 : direct_min),
+      direct_min_(lanes.empty() ? 0 : direct.min),
       slots_(slots),
-      direct_(std::move(lanes), direct_tag(tag)) {}
+      direct_(std::move(lanes), direct_tag(tag), direct.fragment_max) {}
 
 SendChannel::~SendChannel() { let_go_all(worker_, slots_, false, tag_); }
 
@@ -127,14 +127,14 @@ int SendChannel::in_flight() const {
   return n;
 }
 
-RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, size_t direct_min,
+RecvChannel::RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender, DirectForm direct,
                          std::vector<Lane *> lanes, int posted)
     : worker_(worker),
       tag_(tag),
       sender_(sender),
-      direct_min_(lanes.empty() ? 0 : direct_min),
+      direct_min_(lanes.empty() ? 0 : direct.min),
       slots_(posted),
-      direct_(std::move(lanes), direct_tag(tag)) {}
+      direct_(std::move(lanes), direct_tag(tag), direct.fragment_max) {}
 
 void RecvChannel::broke(ucs_status_t status) {
   if (!error_.empty()) return;

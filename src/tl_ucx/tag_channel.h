@@ -31,9 +31,9 @@ constexpr size_t kSlotBytes = 64 * 1024;
 class SendChannel : public coll::SendChannel {
  public:
   // `tag`: the byte stream's (Stream::kBytes); direct messages go on its Stream::kDirect twin,
-  // over `lanes` (Worker::lane_links; none: no direct messages).  `direct_min`: the smallest
-  // direct message (0: none), the same at the receiving end.
-  SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, size_t direct_min = 0,
+  // over `lanes` (Worker::lane_links; none: no direct messages), in the form `direct` (the
+  // same at the receiving end).
+  SendChannel(Worker &worker, Endpoint &endpoint, ucp_tag_t tag, DirectForm direct = {},
               std::vector<LaneLink> lanes = {}, int slots = 8);
   ~SendChannel() override;
   void *reserve(size_t *bytes) override;
@@ -72,7 +72,7 @@ class RecvChannel : public coll::RecvChannel {
   // `sender`: the endpoint to the sending peer, whose failure breaks this channel (null: none).
   // `lanes`: as many of this process's lanes as the sender uses (none: no direct messages).
   RecvChannel(Worker &worker, ucp_tag_t tag, const Endpoint *sender = nullptr,
-              size_t direct_min = 0, std::vector<Lane *> lanes = {}, int posted = 4);
+              DirectForm direct = {}, std::vector<Lane *> lanes = {}, int posted = 4);
   ~RecvChannel() override;
   const void *peek(size_t *bytes) override;
   void consume(size_t bytes) override;

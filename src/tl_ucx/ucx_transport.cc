@@ -47,7 +47,8 @@ class UcxTransport final : public tl::Transport {
   Status connect(const tl::TeamView &team, const tl::RecordTable &records) override;
   // Which messages go direct decides what goes on the wire: every rank must agree.
   std::string settings() const override {
-    return "COHORT_UCX_DIRECT_BYTES=" + std::to_string(direct_min_);
+    return "COHORT_UCX_DIRECT_BYTES=" + std::to_string(direct_.min) +
+           " COHORT_UCX_FRAGMENT_BYTES=" + std::to_string(direct_.fragment_max);
   }
   bool reaches(int peer) const override {
     return peer >= 0 && peer < static_cast<int>(remotes_.size()) && !remotes_[peer].address.empty();
@@ -86,7 +87,7 @@ class UcxTransport final : public tl::Transport {
   int rank_ = 0;
   uint64_t my_team_id_ = 0;
   ucp_tag_t notice_tag_ = 0;  // this rank's notices come on it
-  size_t direct_min_ = 0;     // COHORT_UCX_DIRECT_BYTES
+  DirectForm direct_;         // COHORT_UCX_DIRECT_BYTES, COHORT_UCX_FRAGMENT_BYTES
   tl::Notice notice_in_;
   void *notice_request_ = nullptr;  // the posted receive of a notice
 };
@@ -133,10 +134,11 @@ void UcxTransport::drain_notices() {
 }
 
 Status UcxTransport::post(const tl::TeamView &team, void *out) {
-  int64_t direct_min = 0;
+  int64_t direct_min = 0, fragment_max = 0;
   Status s = param_int("UCX_DIRECT_BYTES", &direct_min);
+  if (!is_error(s)) s = param_int("UCX_FRAGMENT_BYTES", &fragment_max);
   if (is_error(s)) return s;
-  direct_min_ = static_cast<size_t>(direct_min);
+  direct_ = DirectForm{static_cast<size_t>(direct_min), static_cast<size_t>(fragment_max)};
   if (team.node_count < 2) return COHORT_SUCCESS;
   auto *record = static_cast<UcxRecord *>(out);
   s = Worker::acquire(team.bus_id.empty() ? std::string() : team.bus_id[team.rank],
@@ -245,11 +247,10 @@ Status UcxTransport::connect_rank(int r) {
   s = worker_->lane_links(remotes_[r].lanes, describe_(r), &lanes);
   if (is_error(s)) return s;
   const size_t lane_count = lanes.size();
-  to_[r] =
-      std::make_unique<SendChannel>(*worker_, *endpoints_[r], make_tag(remotes_[r].team_id, rank_),
-                                    direct_min_, std::move(lanes));
+  to_[r] = std::make_unique<SendChannel>(
+      *worker_, *endpoints_[r], make_tag(remotes_[r].team_id, rank_), direct_, std::move(lanes));
   from_[r] = std::make_unique<RecvChannel>(*worker_, make_tag(my_team_id_, r), endpoints_[r],
-                                           direct_min_, worker_->lanes(lane_count));
+                                           direct_, worker_->lanes(lane_count));
   connected_.push_back(r);
   return COHORT_SUCCESS;
 }

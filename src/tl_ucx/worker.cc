@@ -22,13 +22,13 @@ void on_endpoint_error(void *arg, ucp_ep_h, ucs_status_t status) {
 }
 
 // Lanes for a process whose host runs `ranks_on_host` ranks of the team that makes the
-// worker: COHORT_UCX_LANES, or where that is 0, a quarter of the host's CPUs per rank, from 1
-// to kMaxLanes.
+// worker: COHORT_UCX_LANES, or where that is 0, half the host's CPUs per rank, from 1 to
+// kMaxLanes (a lane's thread runs only while a fragment of its own is in flight).
 Status lane_count(int ranks_on_host, int *out) {
   int64_t lanes = 0;
   Status s = param_int("UCX_LANES", &lanes);
   if (is_error(s)) return s;
-  if (lanes == 0) lanes = online_cpus() / (4 * std::max(ranks_on_host, 1));
+  if (lanes == 0) lanes = online_cpus() / (2 * std::max(ranks_on_host, 1));
   *out = static_cast<int>(std::clamp<int64_t>(lanes, 1, kMaxLanes));
   return COHORT_SUCCESS;
 }

@@ -138,7 +138,7 @@ TEST(UcxChannel, SenderLendsNothingWhileEverySlotIsInFlightThenResumes) {
   // Slots are freed only as UCX finishes with them; with a receiver that does not read yet,
   // a large message stays in flight (rendezvous), so the sender must stop lending.
   ucp_tag_t tag = make_tag(9, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 0, {}, 2);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, {}, {}, 2);
   int lent_slots = 0;
   for (int i = 0; i < 50; ++i) {
     size_t lent = 0;
@@ -288,13 +288,21 @@ TEST(UcxDirect, FragmentsAreAnEighthBetweenAQuarterAndFourMiB) {
   EXPECT_EQ(fragment_bytes(size_t{1} << 30), 4u << 20);
 }
 
+TEST(UcxDirect, FragmentsStayWithinTheLargestSet) {
+  EXPECT_EQ(fragment_bytes(size_t{1} << 30, 1 << 20), 1u << 20);
+  EXPECT_EQ(fragment_bytes(32 << 20, 1 << 20), 1u << 20);
+  EXPECT_EQ(fragment_bytes(4 << 20, 16 << 20), 512u << 10);  // an eighth still
+  EXPECT_EQ(fragment_bytes(size_t{1} << 30, 16 << 20), 16u << 20);
+  EXPECT_EQ(fragment_bytes(64 << 10, 128 << 10), 128u << 10);  // below 256 KiB: the largest
+}
+
 TEST(UcxDirect, MessagesLandWholeInPlaceAndInPiecesInOrder) {
   Pair pair;
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(21, 2);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
-  RecvChannel from(*pair.b, tag, nullptr, 64 << 10, pair.b_lanes);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, {64 << 10}, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, nullptr, {64 << 10}, pair.b_lanes);
   EXPECT_EQ(to.direct_min(), 64u << 10);
   EXPECT_EQ(from.direct_min(), 64u << 10);
   // One fragment, several, the last one short, more than a sender keeps in flight.
@@ -316,6 +324,29 @@ TEST(UcxDirect, MessagesLandWholeInPlaceAndInPiecesInOrder) {
   EXPECT_EQ(to.in_flight(), 0);
 }
 
+// Fragments of 64 KiB (COHORT_UCX_FRAGMENT_BYTES at its least): many more than a sender keeps
+// in flight or a reducing receiver has buffers for, each lane taking them in turn.
+TEST(UcxDirect, SmallFragmentsLandInOrder) {
+  Pair pair;
+  connect_pair(&pair);
+  if (HasFatalFailure() || IsSkipped()) return;
+  const ucp_tag_t tag = make_tag(23, 2);
+  const DirectForm form{64 << 10, 64 << 10};
+  SendChannel to(*pair.a, *pair.a_to_b, tag, form, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, nullptr, form, pair.b_lanes);
+  unsigned seed = 40;
+  for (size_t bytes : {size_t{64 << 10}, size_t{(3 << 20) + 17}}) {
+    for (bool in_place : {true, false}) {
+      const std::vector<unsigned char> data = pattern(bytes, ++seed);
+      std::vector<unsigned char> landing(bytes, 0xEE);
+      std::vector<unsigned char> got =
+          direct(pair, to, from, data, in_place ? landing.data() : nullptr);
+      EXPECT_TRUE(got == data) << bytes << " bytes, " << (in_place ? "in place" : "in pieces");
+    }
+  }
+  EXPECT_EQ(to.in_flight(), 0);
+}
+
 // The lanes' threads move a direct message: the caller only posts and looks (peek_direct and
 // direct_sent progress no worker), whatever the lane counts of the two ends.
 TEST(UcxDirect, TheLanesThreadsMoveMessagesTheCallerOnlyLooks) {
@@ -324,8 +355,8 @@ TEST(UcxDirect, TheLanesThreadsMoveMessagesTheCallerOnlyLooks) {
     connect_pair(&pair, a_lanes, b_lanes);
     if (HasFatalFailure() || IsSkipped()) return;
     const ucp_tag_t tag = make_tag(27, 1);
-    SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
-    RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10, pair.b_lanes);
+    SendChannel to(*pair.a, *pair.a_to_b, tag, {64 << 10}, pair.a_lanes);
+    RecvChannel from(*pair.b, tag, pair.a_to_b, {64 << 10}, pair.b_lanes);
     const std::vector<unsigned char> data = pattern((9 << 20) + 24, 11);
     std::vector<unsigned char> landing(data.size());
     ASSERT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS);
@@ -351,8 +382,8 @@ TEST(UcxDirect, DirectMessagesAndTheByteStreamKeepTheirOrdersApart) {
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(23, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
-  RecvChannel from(*pair.b, tag, nullptr, 64 << 10, pair.b_lanes);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, {64 << 10}, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, nullptr, {64 << 10}, pair.b_lanes);
   // A small message on the stream, a direct one, another small one: the receiver takes the
   // direct one first, and the two small ones still come in order, whole.
   for (uint64_t word : {0xA1ull, 0xA2ull}) {
@@ -385,8 +416,8 @@ TEST(UcxDirect, AFragmentLargerThanExpectedBreaksTheReceivingChannel) {
   connect_pair(&pair);
   if (HasFatalFailure() || IsSkipped()) return;
   const ucp_tag_t tag = make_tag(25, 0);
-  SendChannel to(*pair.a, *pair.a_to_b, tag, 64 << 10, pair.a_lanes);
-  RecvChannel from(*pair.b, tag, pair.a_to_b, 64 << 10, pair.b_lanes);
+  SendChannel to(*pair.a, *pair.a_to_b, tag, {64 << 10}, pair.a_lanes);
+  RecvChannel from(*pair.b, tag, pair.a_to_b, {64 << 10}, pair.b_lanes);
   const std::vector<unsigned char> data = pattern(1 << 20, 9);  // fragments of 256 KiB
   std::vector<unsigned char> landing((100 << 10) + 8, 0xEE);
   ASSERT_EQ(to.start_direct(data.data(), data.size()), COHORT_SUCCESS);
