@@ -1,6 +1,9 @@
 // Small helpers the algorithms share to write their actions.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+
 #include "coll/schedule.h"
 
 namespace cohort::coll {
@@ -42,11 +45,26 @@ struct RingView {
   }
 };
 
-// Pipelined algorithms cut their data into pieces of about this many bytes.
+// Pipelined algorithms cut their data into pieces of at least this many bytes.
 constexpr size_t kPieceBytes = 256 * 1024;
-inline size_t piece_count(size_t count, size_t elem_size) {
-  size_t per_piece = std::max<size_t>(kPieceBytes / std::max<size_t>(elem_size, 1), 1);
-  return count == 0 ? 0 : (count + per_piece - 1) / per_piece;
+// What a pipeline's step costs beyond its bytes, in bytes of the wire's time: its latency times
+// its bandwidth (tens of us at a few GB/s between hosts, a few us at tens of GB/s within one).
+constexpr double kStepCostBytes = 128 * 1024;
+
+// The pieces of a chain of `n` ranks over `count` elements.  A chain takes pieces + n - 2
+// steps of a piece each, so sqrt((n - 2) bytes / step cost) pieces take the least time: none
+// but one where nothing overlaps (n <= 2: a piece per step was 256 sequential round trips for
+// a 64 MB broadcast between two hosts, 1.8 GB/s on a wire of 5), and none smaller than
+// kPieceBytes.
+inline size_t chain_pieces(size_t count, size_t elem_size, int n) {
+  if (count == 0) return 0;
+  const size_t elem = std::max<size_t>(elem_size, 1);
+  const size_t per_piece = std::max<size_t>(kPieceBytes / elem, 1);
+  const size_t most = (count + per_piece - 1) / per_piece;
+  if (n <= 2) return 1;
+  const double bytes = static_cast<double>(count) * static_cast<double>(elem);
+  const double best = std::sqrt((n - 2) * bytes / kStepCostBytes);
+  return std::clamp<size_t>(static_cast<size_t>(std::llround(best)), 1, most);
 }
 
 // An algorithm that runs along the plan's ring.
@@ -63,7 +81,8 @@ class RingAlgorithm : public Algorithm {
 class ChainAlgorithm : public RingAlgorithm {
  public:
   explicit ChainAlgorithm(const CollArgs &args)
-      : RingAlgorithm(args), pieces_(static_cast<int>(piece_count(args.count, args.elem_size))) {}
+      : RingAlgorithm(args),
+        pieces_(static_cast<int>(chain_pieces(args.count, args.elem_size, ring_.n))) {}
 
   int num_steps() const override { return nothing_moves() ? 1 : pieces_ + ring_.n - 2; }
 

@@ -12,6 +12,7 @@
 
 #include "coll/multi_channel.h"
 #include "coll/schedule.h"
+#include "coll/steps.h"
 #include "schedule_sim.h"
 
 namespace cohort::coll {
@@ -289,13 +290,33 @@ TEST(Schedules, SplittableAlgorithmsRunOnSeveralChannels) {
   }
 }
 
+// A chain's pieces: one where nothing overlaps (two ranks), about sqrt((n - 2) bytes / step
+// cost) otherwise, never smaller than kPieceBytes nor fewer than one.
+TEST(Schedules, ChainPiecesGrowWithTheChainAndTheBytes) {
+  const size_t mib = 1 << 20;
+  EXPECT_EQ(chain_pieces(0, 4, 8), 0u);
+  EXPECT_EQ(chain_pieces(1, 4, 8), 1u);
+  EXPECT_EQ(chain_pieces(64 * mib / 4, 4, 2), 1u);   // two ranks: one piece, one step
+  EXPECT_EQ(chain_pieces(64 * mib, 1, 3), 23u);      // sqrt(512) rounded
+  EXPECT_EQ(chain_pieces(64 * mib / 8, 8, 8), 55u);  // sqrt(6 x 512)
+  EXPECT_EQ(chain_pieces(mib / 4, 4, 8), 4u);        // no piece below 256 KiB
+  EXPECT_EQ(chain_pieces(mib, 1, 1000), 4u);
+  EXPECT_EQ(chain_pieces(3 * kPieceBytes / 2, 1, 64), 2u);  // a last piece of half
+  size_t last = 0;
+  for (int n = 3; n <= 64; ++n) {  // longer chains: as many pieces or more
+    const size_t pieces = chain_pieces(256 * mib, 1, n);
+    EXPECT_GE(pieces, last) << n;
+    last = pieces;
+  }
+}
+
 // A prime count that no rank count divides, with pieces of the real size.
 TEST(Schedules, LargeUnevenCounts) {
   std::mt19937 rng(7);
-  for (int n : {3, 7}) {
+  for (int n : {2, 3, 7}) {
     run_case({Collective::kAllreduce, "ring", n, 65537, COHORT_SUM, 0, false, 8}, rng);
     run_case({Collective::kReduce, "chain", n, 65537, COHORT_MAX, 1, true, 8}, rng);
-    run_case({Collective::kBroadcast, "chain", n, 65537, COHORT_SUM, 2, false, 8}, rng);
+    run_case({Collective::kBroadcast, "chain", n, 65537, COHORT_SUM, n - 1, false, 8}, rng);
     run_case({Collective::kGather, "direct", n, 65537, COHORT_SUM, 1, true, 8}, rng);
     run_case({Collective::kScatter, "direct", n, 65537, COHORT_SUM, n - 1, false, 8}, rng);
     run_case({Collective::kScan, "chain", n, 65537, COHORT_MAX, 0, true, 8}, rng);
