@@ -58,10 +58,10 @@ constexpr double kStepCostBytes = 128 * 1024;
 // kPieceBytes.
 inline size_t chain_pieces(size_t count, size_t elem_size, int n) {
   if (count == 0) return 0;
+  if (n <= 2) return 1;
   const size_t elem = std::max<size_t>(elem_size, 1);
   const size_t per_piece = std::max<size_t>(kPieceBytes / elem, 1);
   const size_t most = (count + per_piece - 1) / per_piece;
-  if (n <= 2) return 1;
   const double bytes = static_cast<double>(count) * static_cast<double>(elem);
   const double best = std::sqrt((n - 2) * bytes / kStepCostBytes);
   return std::clamp<size_t>(static_cast<size_t>(std::llround(best)), 1, most);
