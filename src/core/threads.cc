@@ -18,6 +18,12 @@ void spread_this_thread() {
   pthread_setaffinity_np(pthread_self(), sizeof all, &all);
 }
 
+bool name_this_thread(const char *name) {
+  char shortened[16] = {};
+  for (size_t i = 0; i + 1 < sizeof shortened && name[i] != '\0'; ++i) shortened[i] = name[i];
+  return pthread_setname_np(pthread_self(), shortened) == 0;
+}
+
 int online_cpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;

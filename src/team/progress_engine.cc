@@ -84,6 +84,7 @@ ProgressEngine::Poll ProgressEngine::poll_all() {
 
 void ProgressEngine::run() {
   spread_this_thread();
+  name_this_thread("cohort-progress");
   Backoff backoff;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {

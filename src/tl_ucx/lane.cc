@@ -179,6 +179,7 @@ bool Lane::settle(LaneOp *op, bool cancel, int64_t deadline) {
 // as a waiting caller does), and otherwise sleeps until the wire or a caller wakes it.
 void Lane::run() {
   spread_this_thread();
+  name_this_thread(("cohort-lane-" + std::to_string(index_)).c_str());
   Backoff backoff;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
