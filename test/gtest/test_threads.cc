@@ -28,26 +28,26 @@ std::multiset<std::string> thread_names() {
   return names;
 }
 
+// Names a new thread `name` and reads its name back there; `named`: what naming returned.
+std::string name_read_back(const char *name, bool *named) {
+  std::string read;
+  std::thread t([&] {
+    *named = name_this_thread(name);
+    char buffer[16] = {};
+    pthread_getname_np(pthread_self(), buffer, sizeof buffer);
+    read = buffer;
+  });
+  t.join();
+  return read;
+}
+
 TEST(Threads, ANameIsSetAndCutToTheKernelsFifteenCharacters) {
-  std::string short_name, long_name;
   bool named = false;
-  std::thread b([&] {
-    named = name_this_thread("cohort-a-name-of-thirty-characters");
-    char name[16] = {};
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    long_name = name;
-  });
-  b.join();
+  EXPECT_EQ(name_read_back("cohort-a-name-of-thirty-characters", &named), "cohort-a-name-o");
   EXPECT_TRUE(named);
-  EXPECT_EQ(long_name, "cohort-a-name-o");
-  std::thread c([&] {
-    name_this_thread("cohort-test");
-    char name[16] = {};
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    short_name = name;
-  });
-  c.join();
-  EXPECT_EQ(short_name, "cohort-test");
+  named = false;
+  EXPECT_EQ(name_read_back("cohort-test", &named), "cohort-test");
+  EXPECT_TRUE(named);
 }
 
 TEST(Threads, EachLaneOfTheWireIsNamedByItsNumber) {
