@@ -4,7 +4,7 @@
 #   contrib/gpu-pack.sh BUILD_DIR CARRY_DIR
 # BUILD_DIR must be built (make, plus the test programs: make -C BUILD_DIR check TESTS= builds
 # them without running them) and installed (make -C BUILD_DIR install).  Also builds
-# extra/{ctest,ftest,bench,overhead}, test/ompi's programs, with mpicc / mpifort.
+# extra/{ctest,ftest,bench,overhead,cache}, test/ompi's programs, with mpicc / mpifort.
 set -e
 build=$(cd "${1:?usage: contrib/gpu-pack.sh BUILD_DIR CARRY_DIR}" && pwd)
 carry=${2:?usage: contrib/gpu-pack.sh BUILD_DIR CARRY_DIR}
@@ -16,6 +16,7 @@ mpifort -o "$build/extra/ftest" "$ompi/coll_component_test.f90" "$ompi/coll_comp
 mpicc -std=c99 -O2 -o "$build/extra/bench" "$ompi/coll_component_bench.c"
 mpicc -std=c99 -O2 -o "$build/extra/overhead" "$ompi/component_overhead.c" -I"$top/include" \
   -L"$build/src/.libs" -lcohort -ldl
+mpicc -std=c99 -O2 -o "$build/extra/cache" "$ompi/component_cache.c" -ldl
 rm -rf "$carry"
 mkdir -p "$carry"
 cd "$build"
@@ -35,6 +36,6 @@ mkdir -p "$carry/src/.libs" "$carry/src/nccl/.libs" "$carry/_install/lib/cohort/
 cp -P src/.libs/libcohort.so* "$carry/src/.libs/"
 cp -P src/nccl/.libs/libnccl.so* "$carry/src/nccl/.libs/"
 cp _install/lib/cohort/openmpi/mca_coll_cohort.so "$carry/_install/lib/cohort/openmpi/"
-cp extra/ctest extra/ftest extra/bench extra/overhead "$carry/extra/"
+cp extra/ctest extra/ftest extra/bench extra/overhead extra/cache "$carry/extra/"
 find "$carry" -type f -exec sh -c 'file "$1" | grep -q ELF && strip --strip-debug "$1"' _ {} \;
 du -sh "$carry"

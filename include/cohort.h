@@ -537,6 +537,34 @@ COHORT_API cohort_status_t cohort_mem_register(cohort_team_t team, void *buffer,
  * its registrations' mappings too; their handles are then no longer valid. */
 COHORT_API cohort_status_t cohort_mem_deregister(cohort_team_t team, cohort_mem_reg_t reg);
 
+/* The registration cache, for libraries that call Cohort with their users' device buffers
+ * (the Open MPI component uses it; an application registers its own buffers as above).  A
+ * cached registration is made, and evicted, by the team's sync only, so no call pays a round
+ * trip of its own in the steady state.
+ * - cohort_mem_cache_note: local.  This rank's next call uses [buffer, buffer + bytes):
+ *   *registered is 1 when the CUDA allocation holding it is registered with the team (a call
+ *   whose buffers are so on every local rank takes the zero-copy algorithms), else 0, and the
+ *   allocation is queued for the next sync, unless it cannot be (not device memory of the
+ *   team's GPU, memory CUDA IPC cannot share: a cudaMallocAsync pool, cuMemCreate).  Memory
+ *   freed, and maybe allocated again at its address, is found out here by the driver's buffer
+ *   id and is never served the old registration.
+ * - cohort_mem_cache_wanted: local.  *wanted is 1 when this rank has allocations queued, or
+ *   registrations to evict (it asks the driver whether each cached allocation still lives).
+ * - cohort_mem_cache_sync: collective, every rank of the team at the same point of its calls
+ *   (where the ranks agree anyway, e.g. when some rank's *wanted was 1, learned in an exchange
+ *   they make regardless).  It registers every rank's queued allocations (two per rank per
+ *   sync) and evicts what the ranks give up (freed allocations, and the least recently used
+ *   beyond COHORT_REG_CACHE_ENTRIES per rank), alike on every rank; an allocation some rank
+ *   cannot map stays unregistered on every rank.  When something is evicted it first waits
+ *   for this rank's calls on the team to end; every rank's calls that read an evicted
+ *   allocation must have ended (blocking calls have).
+ * A team that does not run collectives on the GPU (across hosts, without CUDA, one rank)
+ * caches nothing: *registered and *wanted are 0, and the sync does nothing. */
+COHORT_API cohort_status_t cohort_mem_cache_note(cohort_team_t team, const void *buffer,
+                                                 size_t bytes, int *registered);
+COHORT_API cohort_status_t cohort_mem_cache_wanted(cohort_team_t team, int *wanted);
+COHORT_API cohort_status_t cohort_mem_cache_sync(cohort_team_t team);
+
 /* Point-to-point: `count` elements to or from team rank `peer` (self included, inside a
  * group).  Messages between two ranks match in order; the receive's size must equal the
  * send's.  Between cohort_group_start and cohort_group_end (per thread, nestable) operations

@@ -28,7 +28,9 @@ constexpr ParamRange kStagedChunk{4096, kGiB, true};
 constexpr ParamRange kLanes{0, 8};
 constexpr ParamRange kFragment{64 * 1024, 64 << 20, true};
 constexpr ParamRange kStagedKernel{0, 1 << 20};
-constexpr ParamRange kStagedLines{0, 4096};  // kernels::kLlMaxBytes (coll_staged.cc checks)
+constexpr ParamRange kStagedLines{0, 4096};
+constexpr ParamRange kCacheEntries{
+    0, 512};  // kernels::kMaxRegistrations / 2  // kernels::kLlMaxBytes (coll_staged.cc checks)
 
 // How the file parameters name a file per host and process (log_expand_path).
 #define COHORT_PATH_PATTERNS "%h expands to the host, %p to the pid"
@@ -100,6 +102,12 @@ const std::vector<ParamSpec> kParams = {
      "collectives on device memory through host memory: such a kernel whose input and output "
      "are at most this size moves them as lines that carry their own flags (NCCL's LL), one "
      "round trip across PCIe each way instead of two; 0: never.  Ranks may differ"},
+    {"REG_CACHE_ENTRIES", ParamType::kInt, "32", "", "", kCacheEntries,
+     "the registration cache: device buffers that the Open MPI component passes are "
+     "registered with the team on their own (at points where the ranks agree anyway), so that "
+     "calls on them take the zero-copy algorithms; at most this many allocations per rank "
+     "(and at most 1024 / (2 x ranks on the GPU's host)), the least recently used evicted "
+     "first; 0: off.  Ranks may differ"},
     {"NIC_AFFINITY", ParamType::kEnum, "AUTO", "", "AUTO,OFF", kAny,
      "on a host with several NICs, AUTO gives UCX (UCX_NET_DEVICES, unless set) only the NIC "
      "nearest the rank's GPU, GPUs equally near several NICs taking them in turn; OFF leaves "

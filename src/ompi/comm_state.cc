@@ -195,29 +195,58 @@ bool CommState::all_on_device(CallId call, const coll_cohort_args_t &args, bool 
     cohort_cuda_device_count(&devices);
     memory_ = mpi_max(call, devices > 0 ? 1 : 0) ? Memory::kGpu : Memory::kHostOnly;
   }
-  if (memory_ == Memory::kHostOnly || params().uniform_memory) return mine;
+  const bool uniform = params().uniform_memory;
+  if (memory_ == Memory::kHostOnly || (uniform && team_state_ != TeamState::kReady)) return mine;
   const int key = RouteMemo::key(args.kind, uniform_bytes(args, MPI_Type_size));
-  if (std::optional<bool> known = routes_.recall(key)) return *known;
+  if (std::optional<bool> known = routes_.recall(key)) return uniform ? mine : *known;
   // Any rank off the GPU (1) sends every rank to the host route.  Over the team once it
   // exists; before, over Open MPI, so that no team is made for calls that stay there.
-  int off = mine ? 0 : 1, any_off = off;
+  const int off = mine ? 0 : 1;
   if (team_state_ != TeamState::kReady) {
     const bool all = mpi_max(call, off) == 0;
     routes_.learn(key, all);
     return all;
   }
-  // A team that a failure aborted fails this on every rank alike (the abort reaches each),
-  // so every rank takes the host route, where its calls on Cohort fail too.
+  // [0]: some rank is off the GPU (never asked under uniform memory); [1]: some rank has
+  // something for the registration cache's sync.  A team that a failure aborted fails this on
+  // every rank alike (the abort reaches each), so every rank takes the host route, where its
+  // calls on Cohort fail too.
+  int ours[2] = {uniform ? 0 : off, 0}, any[2] = {0, 0};
+  cohort_mem_cache_wanted(team_, &ours[1]);
   BusyScope busy;
-  if (cohort_allreduce(team_, &off, &any_off, 1, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
+  if (cohort_allreduce(team_, ours, any, 2, COHORT_INT32, COHORT_MAX) != COHORT_SUCCESS) {
     say(failed_ ? kEveryCall : kWarning,
         "%s on %s: agreeing on the memory kind failed in Cohort: %s", call.name(), name().c_str(),
         cohort_last_error());
     if (!failed_) abort_team();
     return false;
   }
-  routes_.learn(key, any_off == 0);
-  return any_off == 0;
+  if (any[1] != 0 && !sync_cache(call)) return false;
+  const bool all = uniform ? mine : any[0] == 0;
+  // A sync asks again at the next call: more buffers may be waiting.
+  routes_.learn(key, uniform || all, any[1] == 0);
+  return all;
+}
+
+bool CommState::sync_cache(CallId call) {
+  ++cache_syncs_;
+  if (cohort_mem_cache_sync(team_) == COHORT_SUCCESS) return true;
+  say(failed_ ? kEveryCall : kWarning, "%s on %s: the registration cache's sync failed: %s",
+      call.name(), name().c_str(), cohort_last_error());
+  if (!failed_) abort_team();
+  return false;
+}
+
+void CommState::note_cached(CallId call, const void *const *buffers, const size_t *bytes, int n) {
+  cohort_team_t team = ready_team();
+  if (team == nullptr || failed_) return;
+  bool all = n > 0;
+  for (int i = 0; i < n; ++i) {
+    int registered = 0;
+    cohort_mem_cache_note(team, buffers[i], bytes[i], &registered);
+    all = all && registered != 0;
+  }
+  if (all) ++counts_[call.index()].cached;
 }
 
 int CommState::fall_back(CallId call, Fallback reason, const char *detail) {
@@ -314,6 +343,9 @@ void CommState::report() const {
     const CallId call{static_cast<coll_cohort_kind_t>(c / 2), c % 2 == 1};
     text += std::string("; ") + call.name() + " " + std::to_string(counts.cohort) + " on Cohort";
     if (long n = counts.gpu) text += " (" + std::to_string(n) + " on its GPU path)";
+    if (long n = counts.cached) {
+      text += " (" + std::to_string(n) + " on buffers the registration cache held)";
+    }
     if (long n = counts.packed) {
       text += " (" + std::to_string(n) + " packed from a datatype with gaps)";
     }
@@ -341,6 +373,7 @@ void CommState::report() const {
   }
   // Communicators that saw no collective are named only from verbose 2 on.
   if (text.empty() && !shown(kFirstFallback)) return;
+  if (cache_syncs_ > 0) text += "; " + std::to_string(cache_syncs_) + " registration cache syncs";
   say(kSummary, "%s: %s", name().c_str(), text.empty() ? "no collectives" : text.c_str() + 2);
 }
 

@@ -90,8 +90,15 @@ class CommState : NonCopyable {
   // (a 4-byte host allreduce over the team: the GPU only when every rank is on it), but only
   // now and then for calls of one collective and size class (RouteMemo): in between, every
   // rank takes the remembered route, and a rank whose buffers are elsewhere stages them
-  // there.  coll_cohort_uniform_memory says the kinds always match: no agreement at all.
+  // there.  coll_cohort_uniform_memory says the kinds always match: no agreement on them.
+  // The same exchange, at the same points, carries whether some rank has allocations for the
+  // registration cache (cohort_mem_cache_wanted); if one has, every rank syncs the cache
+  // there (so with coll_cohort_uniform_memory the exchange still runs at those points, for
+  // the cache alone, once the team exists).
   bool all_on_device(CallId call, const coll_cohort_args_t &args, bool mine);
+  // A blocking call's device buffers (this rank's, `n` of them), told to the registration
+  // cache before the agreement, so that a sync there registers them.
+  void note_cached(CallId call, const void *const *buffers, const size_t *bytes, int n);
   // True while this state runs its own MPI call (the agreement's fallback): not counted.
   bool agreeing() const { return agreeing_; }
 
@@ -111,6 +118,7 @@ class CommState : NonCopyable {
     long gpu = 0;     // of those, on Cohort's GPU path
     long packed = 0;  // calls with a datatype with gaps on this rank, moved packed
     long failed = 0;
+    long cached = 0;  // device calls whose buffers the registration cache held on this rank
     std::array<long, kNumStagedTo> staged{};
     std::array<long, kNumFallbacks> fallback{};
     StagingCost staging;
@@ -132,6 +140,8 @@ class CommState : NonCopyable {
   enum class Memory { kUnknown, kHostOnly, kGpu } memory_ = Memory::kUnknown;
   bool agreeing_ = false;
   int mpi_max(CallId call, int mine);  // MAX over the communicator, on Open MPI's module
+  bool sync_cache(CallId call);        // cohort_mem_cache_sync; false (team aborted) if it failed
+  long cache_syncs_ = 0;
   void wait_for_all(MPI_Request *request, CallId call, const char *what);
   std::array<Counts, kNumCallIds> counts_{};
   StagingPools pools_;

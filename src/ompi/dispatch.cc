@@ -66,9 +66,9 @@ std::optional<bool> RouteMemo::recall(int key) {
   return e.all_on_device;
 }
 
-void RouteMemo::learn(int key, bool all_on_device) {
+void RouteMemo::learn(int key, bool all_on_device, bool settled) {
   Entry &e = entries_[key];
-  const bool repeated = e.known && e.all_on_device == all_on_device;
+  const bool repeated = settled && e.known && e.all_on_device == all_on_device;
   e.interval = !repeated ? 0 : static_cast<uint8_t>(std::clamp(2 * e.interval, 1, kMaxSkipped));
   e.known = true;
   e.all_on_device = all_on_device;

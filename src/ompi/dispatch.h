@@ -64,8 +64,9 @@ class RouteMemo {
   static int key(coll_cohort_kind_t kind, uint64_t bytes);
   // The remembered route (true: on the GPU) when this call may skip the agreement.
   std::optional<bool> recall(int key);
-  // The outcome of the agreement made for a call of `key`.
-  void learn(int key, bool all_on_device);
+  // The outcome of the agreement made for a call of `key`; `settled` false (the registration
+  // cache synced there) counts as a changed outcome: the next call asks again.
+  void learn(int key, bool all_on_device, bool settled = true);
 
  private:
   struct Entry {

@@ -232,8 +232,7 @@ int run_on_device(Route &route, coll_cohort_request_t **request, coll_cohort_arg
     route.where = Target::kDevice;
     cohort_status_t s = start(route, team, request);
     if (!refused(s)) {
-      return ran(route, s, request, rc,
-                 onto_gpu == 0 ? kGpuPath : "Cohort's GPU path (staged)");
+      return ran(route, s, request, rc, onto_gpu == 0 ? kGpuPath : "Cohort's GPU path (staged)");
     }
   }
   const std::string why = host_only
@@ -272,8 +271,13 @@ int route_call(CommState *state, const coll_cohort_args_t &args, bool nonblockin
   // buffers on any rank: nothing to agree on (with the agreement, a barrier through the
   // component took 9.7 us against Cohort's 1.7 at 4 ranks on an H100).
   const bool on_gpu = where == Placement::kDevice;
-  const bool all_on_gpu = !nonblocking && route.call.kind() != COLL_COHORT_BARRIER &&
-                          state->all_on_device(route.id, args, on_gpu);
+  const bool agreed = !nonblocking && route.call.kind() != COLL_COHORT_BARRIER;
+  if (on_gpu && agreed && !reason) {
+    // Before the agreement, where a sync of the registration cache may register them.
+    const size_t bytes[2] = {route.buffers.use[0].region.bytes, route.buffers.use[1].region.bytes};
+    state->note_cached(route.id, pointers, bytes, route.buffers.count);
+  }
+  const bool all_on_gpu = agreed && state->all_on_device(route.id, args, on_gpu);
   if (where == Placement::kHost && !all_on_gpu) {
     // One rank alone: nothing to gain over Open MPI's self module, which only copies; it is
     // served for its device memory, which that module would touch.

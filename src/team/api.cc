@@ -152,8 +152,8 @@ template <typename Source>
 Status create(const char *call, Source source, const cohort_team_config_t *config, bool blocking,
               cohort_team_t *out) {
   return create_team(
-      call, [&](std::shared_ptr<TeamImpl> *team) { return post(source, config, team); },
-      blocking, out);
+      call, [&](std::shared_ptr<TeamImpl> *team) { return post(source, config, team); }, blocking,
+      out);
 }
 
 }  // namespace
@@ -347,11 +347,11 @@ cohort_status_t cohort_team_create_unique_id(const cohort_unique_id_t *id, int s
                         config, /*blocking=*/true, team);
 }
 
-cohort_status_t cohort_team_create_unique_id_post(const cohort_unique_id_t *id, int size,
-                                                  int rank, const cohort_team_config_t *config,
+cohort_status_t cohort_team_create_unique_id_post(const cohort_unique_id_t *id, int size, int rank,
+                                                  const cohort_team_config_t *config,
                                                   cohort_team_t *team) {
-  return cohort::create("cohort_team_create_unique_id_post",
-                        cohort::UniqueIdSource{id, size, rank}, config, /*blocking=*/false, team);
+  return cohort::create("cohort_team_create_unique_id_post", cohort::UniqueIdSource{id, size, rank},
+                        config, /*blocking=*/false, team);
 }
 
 cohort_status_t cohort_team_create_test(cohort_team_t handle) {
@@ -719,6 +719,41 @@ cohort_status_t cohort_mem_deregister(cohort_team_t handle, cohort_mem_reg_t reg
     }
     s = team->colls().deregister_buffer(found->slot);
     return cohort::is_error(s) ? s : cohort::registrations().remove(reg);
+  });
+}
+
+cohort_status_t cohort_mem_cache_note(cohort_team_t handle, const void *buffer, size_t bytes,
+                                      int *registered) {
+  return cohort::guarded("cohort_mem_cache_note", [&]() -> cohort_status_t {
+    if (registered == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "cohort_mem_cache_note: registered is NULL");
+    }
+    *registered = 0;
+    std::shared_ptr<cohort::TeamImpl> team;
+    cohort::Status s = cohort::ready_team(handle, &team);
+    if (!cohort::is_error(s)) *registered = team->colls().note_cached(buffer, bytes) ? 1 : 0;
+    return s;
+  });
+}
+
+cohort_status_t cohort_mem_cache_wanted(cohort_team_t handle, int *wanted) {
+  return cohort::guarded("cohort_mem_cache_wanted", [&]() -> cohort_status_t {
+    if (wanted == nullptr) {
+      return cohort::fail(COHORT_ERR_INVALID_ARG, "cohort_mem_cache_wanted: wanted is NULL");
+    }
+    *wanted = 0;
+    std::shared_ptr<cohort::TeamImpl> team;
+    cohort::Status s = cohort::ready_team(handle, &team);
+    if (!cohort::is_error(s)) *wanted = team->colls().cache_wanted() ? 1 : 0;
+    return s;
+  });
+}
+
+cohort_status_t cohort_mem_cache_sync(cohort_team_t handle) {
+  return cohort::guarded("cohort_mem_cache_sync", [&]() -> cohort_status_t {
+    std::shared_ptr<cohort::TeamImpl> team;
+    cohort::Status s = cohort::ready_team(handle, &team);
+    return cohort::is_error(s) ? s : team->colls().sync_cache();
   });
 }
 

@@ -97,6 +97,12 @@ class CollFront {
   // the registration, the same on every rank.
   Status register_buffer(void *buffer, size_t bytes, int *slot);
   Status deregister_buffer(int slot);
+  // The registration cache (coll_register.cc, tl_gpu/cache_sync.h): a call's use of a device
+  // buffer (true: its allocation is registered), whether this rank has something for the next
+  // sync, and the sync itself, collective.
+  bool note_cached(const void *buffer, size_t bytes);
+  bool cache_wanted();
+  Status sync_cache();
   // Send/recv groups (coll_p2p.cc): each operation is checked when called (which marks the
   // ones on device memory); a group's checked operations are posted as one request.  A group
   // on device memory or on streams runs through host memory (coll_p2p_staged.cc); a
@@ -133,6 +139,8 @@ class CollFront {
 
  private:
   Status usable_for(const char *what) const;
+  // Every rank's `bytes` at `mine`, by rank, into `all` (a host allgather on the team).
+  Status allgather_bytes(const void *mine, void *all, size_t bytes);
   Status check(const CollCall &call, coll::CollArgs *args) const;  // coll_checks.cc
   Status choose(const CollCall &call, coll::CollArgs *args, const coll::SelectRule **rule) const;
   void queue(const CollCall &call, const coll::CollArgs &args, const coll::SelectRule &rule,

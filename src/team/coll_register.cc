@@ -28,13 +28,7 @@ Status CollFront::register_buffer(void *buffer, size_t bytes, int *slot) {
   const size_t record_bytes = device_->registration_record_bytes();
   std::vector<char> mine(record_bytes), all(record_bytes * info_.size);
   device_->prepare_registration(buffer, bytes, mine.data());
-  CollCall exchange;
-  exchange.collective = coll::Collective::kAllgather;
-  exchange.src = mine.data();
-  exchange.dst = all.data();
-  exchange.count = record_bytes;
-  exchange.dtype = COHORT_INT8;
-  if (s = run(exchange); is_error(s)) return s;
+  if (s = allgather_bytes(mine.data(), all.data(), record_bytes); is_error(s)) return s;
   const Status added =
       device_->add_registration(buffer, tl::RecordTable{all.data(), record_bytes, 0}, slot);
   const std::string why = is_error(added) ? last_error() : "";
@@ -42,13 +36,7 @@ Status CollFront::register_buffer(void *buffer, size_t bytes, int *slot) {
   // registration back, so that the slots stay the same on every rank.
   int32_t status = added;
   std::vector<int32_t> statuses(info_.size);
-  CollCall outcome;
-  outcome.collective = coll::Collective::kAllgather;
-  outcome.src = &status;
-  outcome.dst = statuses.data();
-  outcome.count = 1;
-  outcome.dtype = COHORT_INT32;
-  if (s = run(outcome); is_error(s)) return s;
+  if (s = allgather_bytes(&status, statuses.data(), sizeof(status)); is_error(s)) return s;
   if (is_error(added)) return fail(added, why);
   for (int r = 0; r < info_.size; ++r) {
     if (statuses[r] == COHORT_SUCCESS) continue;
@@ -58,6 +46,42 @@ Status CollFront::register_buffer(void *buffer, size_t bytes, int *slot) {
                  "message says why); no rank keeps the registration",
                  info_.describe(r).c_str());
   }
+  return COHORT_SUCCESS;
+}
+
+Status CollFront::allgather_bytes(const void *mine, void *all, size_t bytes) {
+  CollCall exchange;
+  exchange.collective = coll::Collective::kAllgather;
+  exchange.src = mine;
+  exchange.dst = all;
+  exchange.count = bytes;
+  exchange.dtype = COHORT_INT8;
+  return run(exchange);
+}
+
+bool CollFront::note_cached(const void *buffer, size_t bytes) {
+  return device_ != nullptr && device_->cache_note(buffer, bytes);
+}
+
+bool CollFront::cache_wanted() { return device_ != nullptr && device_->cache_wanted(); }
+
+// Every rank's block of additions and evictions in one allgather; every rank applies them all
+// in rank order (so the slots stay the same everywhere), and a second allgather of what each
+// could not map takes those additions back on every rank.  A team whose device transport is
+// off (the same on every rank) has nothing to sync.
+Status CollFront::sync_cache() {
+  Status s = usable_for("cohort_mem_cache_sync");
+  if (is_error(s) || device_ == nullptr || !device_->active()) return s;
+  const size_t block_bytes = device_->cache_block_bytes();
+  std::vector<char> mine(block_bytes), all(block_bytes * info_.size);
+  device_->cache_prepare(mine.data());
+  if (s = allgather_bytes(mine.data(), all.data(), block_bytes); is_error(s)) return s;
+  uint32_t failed = 0;
+  s = device_->cache_apply(tl::RecordTable{all.data(), block_bytes, 0}, &failed);
+  if (is_error(s)) return s;
+  std::vector<uint32_t> outcomes(info_.size);
+  if (s = allgather_bytes(&failed, outcomes.data(), sizeof(failed)); is_error(s)) return s;
+  device_->cache_settle(outcomes);
   return COHORT_SUCCESS;
 }
 

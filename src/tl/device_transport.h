@@ -16,7 +16,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "coll/call.h"
 #include "core/status.h"
@@ -68,6 +70,22 @@ class DeviceTransport {
   // Waits until this rank's kernels of the team ended (before a deregistration's barrier).
   virtual Status quiesce() = 0;
   virtual Status remove_registration(int slot) = 0;
+
+  // The registration cache (tl_gpu/reg_cache.h), for libraries that pass their users' buffers
+  // (the Open MPI component).  cache_note(): a call's use of [ptr, ptr + bytes) on this rank:
+  // true when its allocation is registered, else it may be queued for the next sync.
+  // cache_wanted(): whether this rank has allocations to register or slots to evict (it looks
+  // at every entry's allocation).  The sync is collective (CollFront::sync_cache), on a team
+  // whose transport is active: cache_prepare() fills this rank's block of
+  // cache_block_bytes(); cache_apply() applies every rank's blocks, alike on every rank, and
+  // sets a bit in *failed for each addition it could not map; cache_settle() takes back, on
+  // every rank, the additions some rank failed.
+  virtual bool cache_note(const void *ptr, size_t bytes) = 0;
+  virtual bool cache_wanted() = 0;
+  virtual size_t cache_block_bytes() const = 0;
+  virtual void cache_prepare(void *block) = 0;
+  virtual Status cache_apply(const RecordTable &blocks, uint32_t *failed) = 0;
+  virtual void cache_settle(const std::vector<uint32_t> &failed) = 0;
 };
 
 }  // namespace cohort::tl

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/params.h"
 #include "kernels/device_team.h"
+#include "tl_gpu/cache_sync.h"
 #include "tl_gpu/cuda_call.h"
 #include "tl_gpu/device_memory.h"
 #include "tl_gpu/launch.h"
@@ -114,6 +115,12 @@ class GpuTransport final : public tl::DeviceTransport {
   Status add_registration(void *buffer, const tl::RecordTable &records, int *slot) override;
   Status quiesce() override;
   Status remove_registration(int slot) override;
+  bool cache_note(const void *ptr, size_t bytes) override;
+  bool cache_wanted() override;
+  size_t cache_block_bytes() const override { return CacheSync::block_bytes(); }
+  void cache_prepare(void *block) override;
+  Status cache_apply(const tl::RecordTable &blocks, uint32_t *failed) override;
+  void cache_settle(const std::vector<uint32_t> &failed) override;
 
  private:
   Status allocate(const tl::TeamView &team, SetupRecord *record);
@@ -143,6 +150,7 @@ class GpuTransport final : public tl::DeviceTransport {
   MappedHostAllocation control_;
   std::vector<std::unique_ptr<IpcMapping>> peers_;  // by local rank (null: this rank)
   Registrations registered_;                        // cohort_mem_register's buffers
+  CacheSync cache_;                                 // and the registration cache's
   Stream stream_;          // blocking calls' (ordered with the legacy default stream)
   Stream control_stream_;  // abort's copies: never behind a kernel of this team
   // Recorded after every launch: a call on another stream than the last waits for it, so a
@@ -356,6 +364,10 @@ Status GpuTransport::connect(const tl::TeamView &team, const tl::RecordTable &re
   char *control = control_.device();
   team_.fault = reinterpret_cast<volatile k::DeviceFault *>(control + offsetof(Control, fault));
   active_ = true;
+  int64_t cached = 0;
+  if (s = param_int("REG_CACHE_ENTRIES", &cached); is_error(s)) return s;
+  cache_.configure(local_size > 1 ? static_cast<size_t>(std::max<int64_t>(cached, 0)) : 0, device_,
+                   team_.rank, local_size);
   if (local_size == 1) {
     COHORT_LOG_INFO(INIT, "GPU %d: one rank, no window (its calls are copies on its stream)",
                     device_);
@@ -592,6 +604,39 @@ Status GpuTransport::quiesce() {
 Status GpuTransport::remove_registration(int slot) {
   DeviceGuard guard(device_);
   return registered_.remove(slot);
+}
+
+bool GpuTransport::cache_note(const void *ptr, size_t bytes) {
+  return active_ && cache_.note(&registered_, ptr, bytes);
+}
+
+bool GpuTransport::cache_wanted() { return active_ && cache_.wanted(&registered_); }
+
+void GpuTransport::cache_prepare(void *block) {
+  DeviceGuard guard(device_);
+  cache_.prepare(block);
+}
+
+Status GpuTransport::cache_apply(const tl::RecordTable &blocks, uint32_t *failed) {
+  DeviceGuard guard(device_);
+  std::vector<const void *> by_local;
+  for (int q : local_ranks_) by_local.push_back(blocks.of(q));
+  // A slot evicted may be read by no kernel still running (this rank's; the others' ended
+  // before their rank came to the sync, as blocking calls do).
+  if (CacheSync::evicts(by_local)) {
+    if (Status s = quiesce(); is_error(s)) return s;
+  }
+  cache_.apply(
+      &registered_, by_local, [this](int q) { return describe_local(q); }, failed);
+  team_.registered = registered_.table();
+  return COHORT_SUCCESS;
+}
+
+void GpuTransport::cache_settle(const std::vector<uint32_t> &failed) {
+  DeviceGuard guard(device_);
+  uint32_t any = 0;
+  for (uint32_t f : failed) any |= f;
+  cache_.settle(&registered_, any);
 }
 
 }  // namespace

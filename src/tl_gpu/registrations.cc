@@ -78,6 +78,31 @@ void Registrations::prepare(void *buffer, size_t bytes, int device, Registration
   record->status = COHORT_SUCCESS;
 }
 
+Probe Registrations::probe(const void *ptr, int device, Allocation *out) {
+  using GetAttributes = int (*)(unsigned, int *, void **, uintptr_t);
+  static const auto get = [] {
+    void *lib = driver_library();
+    return lib != nullptr ? reinterpret_cast<GetAttributes>(dlsym(lib, "cuPointerGetAttributes"))
+                          : nullptr;
+  }();
+  if (get == nullptr) return Probe::kUnknown;
+  // CU_POINTER_ATTRIBUTE_: MEMORY_TYPE, DEVICE_ORDINAL, BUFFER_ID, RANGE_START_ADDR,
+  // RANGE_SIZE, IS_LEGACY_CUDA_IPC_CAPABLE.
+  int attributes[] = {2, 9, 7, 11, 12, 10};
+  unsigned memory_type = 0;
+  int ordinal = -1, ipc_capable = 0;
+  unsigned long long id = 0;
+  uintptr_t start = 0;
+  size_t size = 0;
+  void *data[] = {&memory_type, &ordinal, &id, &start, &size, &ipc_capable};
+  if (get(6, attributes, data, reinterpret_cast<uintptr_t>(ptr)) != 0 /* CUDA_SUCCESS */ ||
+      memory_type != 2 /* CU_MEMORYTYPE_DEVICE */ || ordinal != device || size == 0) {
+    return Probe::kUnknown;
+  }
+  *out = Allocation{start, size, id};
+  return ipc_capable != 0 ? Probe::kShareable : Probe::kUnshareable;
+}
+
 Status Registrations::map_peer(const RegistrationRecord &record, int q, const std::string &who,
                                std::shared_ptr<IpcMapping> *out) {
   const auto key = std::make_pair(q, handle_key(record.allocation));
@@ -93,6 +118,35 @@ Status Registrations::map_peer(const RegistrationRecord &record, int q, const st
   return COHORT_SUCCESS;
 }
 
+Status Registrations::free_slot(const char *call, int *slot) const {
+  int free = 0;
+  while (free < static_cast<int>(entries_.size()) && entries_[free].used) ++free;
+  if (free >= k::kMaxRegistrations) {
+    return failf(COHORT_ERR_NO_MEMORY,
+                 "%s: the team holds %d registrations, the most it can; deregister buffers no "
+                 "longer used",
+                 call, k::kMaxRegistrations);
+  }
+  *slot = free;
+  return COHORT_SUCCESS;
+}
+
+// Keeps `entry` in `slot` and writes its row of the device table (made first).  The slot is
+// taken even when that fails (add() gives it back; add_owned()'s caller removes it).
+Status Registrations::write_row(int slot, char *const *row, Entry entry) {
+  if (slot == static_cast<int>(entries_.size())) entries_.emplace_back();
+  entries_[slot] = std::move(entry);
+  if (table_.get() == nullptr) {
+    Status s = table_.allocate(kTableBytes, "allocating the team's table of registered buffers");
+    if (!is_error(s)) s = cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "zeroing it");
+    if (is_error(s)) return s;
+  }
+  const size_t row_bytes = sizeof(char *) * k::kMaxLocalRanks;
+  return cuda_status(
+      cudaMemcpy(table_.get() + row_bytes * slot, row, row_bytes, cudaMemcpyHostToDevice),
+      "writing a registration into the team's table");
+}
+
 Status Registrations::add(const std::vector<RegistrationRecord> &records, int me, void *buffer,
                           const std::vector<std::string> &describe, int *slot) {
   for (size_t q = 0; q < records.size(); ++q) {
@@ -101,19 +155,9 @@ Status Registrations::add(const std::vector<RegistrationRecord> &records, int me
                    describe[q].c_str(), records[q].why);
     }
   }
-  int free_slot = 0;
-  while (free_slot < static_cast<int>(entries_.size()) && entries_[free_slot].used) ++free_slot;
-  if (free_slot >= k::kMaxRegistrations) {
-    return failf(COHORT_ERR_NO_MEMORY,
-                 "cohort_mem_register: the team holds %d registrations, the most it can; "
-                 "deregister buffers no longer used",
-                 k::kMaxRegistrations);
-  }
-  if (table_.get() == nullptr) {
-    Status s = table_.allocate(kTableBytes, "allocating the team's table of registered buffers");
-    if (!is_error(s)) s = cuda_status(cudaStreamSynchronize(cudaStreamLegacy), "zeroing it");
-    if (is_error(s)) return s;
-  }
+  int free = -1;
+  Status s = free_slot("cohort_mem_register", &free);
+  if (is_error(s)) return s;
   Entry entry;
   entry.used = true;
   entry.begin = static_cast<const char *>(buffer);
@@ -123,19 +167,49 @@ Status Registrations::add(const std::vector<RegistrationRecord> &records, int me
   for (int q = 0; q < static_cast<int>(records.size()); ++q) {
     if (q == me) continue;
     std::shared_ptr<IpcMapping> mapping;
-    Status s = map_peer(records[q], q, describe[q], &mapping);
+    s = map_peer(records[q], q, describe[q], &mapping);
     if (is_error(s)) return s;
     row[q] = mapping->get() + records[q].offset;
     entry.peers.push_back(std::move(mapping));
   }
-  Status s = cuda_status(
-      cudaMemcpy(table_.get() + sizeof(row) * free_slot, row, sizeof(row), cudaMemcpyHostToDevice),
-      "writing a registration into the team's table");
-  if (is_error(s)) return s;
-  if (free_slot == static_cast<int>(entries_.size())) entries_.emplace_back();
-  entries_[free_slot] = std::move(entry);
-  *slot = free_slot;
+  s = write_row(free, row, std::move(entry));
+  if (is_error(s)) {
+    entries_[free] = Entry{};
+    return s;
+  }
+  *slot = free;
   return COHORT_SUCCESS;
+}
+
+Status Registrations::add_owned(const RegistrationRecord &record, int owner, int me, void *own,
+                                const std::string &who, int *slot) {
+  Status s = free_slot("the registration cache", slot);
+  if (is_error(s)) return s;
+  Entry entry;
+  entry.used = true;
+  entry.owner = owner;
+  char *row[k::kMaxLocalRanks] = {};
+  if (owner == me) {
+    entry.begin = static_cast<const char *>(own);
+    entry.bytes = record.bytes;
+    row[me] = static_cast<char *>(own);
+  } else {
+    std::shared_ptr<IpcMapping> mapping;
+    s = map_peer(record, owner, who, &mapping);
+    if (!is_error(s)) {
+      row[owner] = mapping->get() + record.offset;
+      entry.peers.push_back(std::move(mapping));
+    }
+  }
+  // Taken even when mapping failed here, so that every rank's next slot stays the same.
+  const Status written = write_row(*slot, row, std::move(entry));
+  return is_error(s) ? s : written;
+}
+
+void Registrations::hide(int slot) {
+  if (!slot_used(slot)) return;
+  entries_[slot].begin = nullptr;
+  entries_[slot].bytes = 0;
 }
 
 bool Registrations::slot_used(int slot) const {
@@ -158,7 +232,7 @@ kernels::BufferRef Registrations::find(const void *ptr, size_t bytes) const {
   const auto *p = static_cast<const char *>(ptr);
   for (size_t slot = 0; slot < entries_.size(); ++slot) {
     const Entry &e = entries_[slot];
-    if (e.used && p >= e.begin && bytes <= e.bytes &&
+    if (e.used && e.begin != nullptr && p >= e.begin && bytes <= e.bytes &&
         p - e.begin <= static_cast<ptrdiff_t>(e.bytes - bytes)) {
       return kernels::BufferRef{static_cast<int32_t>(slot), 0, static_cast<uint64_t>(p - e.begin)};
     }

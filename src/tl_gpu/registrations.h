@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "kernels/device_team.h"
 #include "tl_gpu/device_memory.h"
+#include "tl_gpu/reg_cache.h"
 
 namespace cohort::tl_gpu {
 
@@ -42,6 +43,8 @@ class Registrations {
   // This rank's record for [buffer, buffer + bytes): device memory of `device` that CUDA IPC
   // can share (cudaMalloc's); a refusal is in the record for every rank to name.
   static void prepare(void *buffer, size_t bytes, int device, RegistrationRecord *record);
+  // What the driver says of the allocation holding `ptr`, for the registration cache.
+  static Probe probe(const void *ptr, int device, Allocation *out);
 
   // Every local rank's record, by local rank (`me` is this one, whose `buffer` it is;
   // `describe` names a local rank in errors): maps the peers' buffers and fills the lowest
@@ -49,8 +52,18 @@ class Registrations {
   // every slot is taken.
   Status add(const std::vector<RegistrationRecord> &records, int me, void *buffer,
              const std::vector<std::string> &describe, int *slot);
+  // A registration of one local rank's allocation alone (the registration cache): `owner`'s
+  // record, mapped here unless `owner` is `me` (then `own` is the allocation).  It takes the
+  // lowest free slot as add() does, even when mapping fails here: the slots stay the same on
+  // every rank, and the caller removes the slot everywhere once every rank's outcome is known.
+  Status add_owned(const RegistrationRecord &record, int owner, int me, void *own,
+                   const std::string &who, int *slot);
   // Releases `slot` (every rank's kernels that used it have ended).
   Status remove(int slot);
+  // This rank's buffer of `slot` is no longer found (the slot stays taken until removed).
+  void hide(int slot);
+  // The local rank whose allocation alone `slot` holds (add_owned), else -1.
+  int owner(int slot) const { return slot_used(slot) ? entries_[slot].owner : -1; }
 
   // Where [ptr, ptr + bytes) lies among this rank's registered buffers; slot -1 when in none.
   kernels::BufferRef find(const void *ptr, size_t bytes) const;
@@ -67,10 +80,13 @@ class Registrations {
     bool used = false;
     const char *begin = nullptr;  // this rank's buffer
     size_t bytes = 0;
+    int owner = -1;  // add_owned's owner; -1: every local rank's buffer (add)
     std::vector<std::shared_ptr<IpcMapping>> peers;  // the allocations held open for it
   };
   Status map_peer(const RegistrationRecord &record, int q, const std::string &who,
                   std::shared_ptr<IpcMapping> *out);
+  Status free_slot(const char *call, int *slot) const;
+  Status write_row(int slot, char *const *row, Entry entry);
 
   std::vector<Entry> entries_;
   // A peer's allocation opened here, by (local rank, handle bytes): shared by registrations.

@@ -260,6 +260,30 @@ TEST(OmpiRouteMemo, AChangedOutcomeIsAskedAgainAtTheNextCall) {
   EXPECT_EQ(b.routes, alternating);
 }
 
+TEST(OmpiRouteMemo, ACacheSyncIsAskedAgainAtTheNextCall) {
+  RouteMemo memo;
+  const int key = RouteMemo::key(COLL_COHORT_ALLREDUCE, 256 << 20);
+  run_memo(memo, key, std::vector<bool>(200, true));  // skipping 64 at a time now
+  while (memo.recall(key)) {
+  }
+  // The agreement that found a rank with buffers for the registration cache synced it there:
+  // the same route, but the next call asks again (more buffers may wait), then the skips grow
+  // anew from one.
+  memo.learn(key, true, /*settled=*/false);
+  EXPECT_FALSE(memo.recall(key).has_value());
+  memo.learn(key, true);
+  EXPECT_EQ(memo.recall(key), std::optional<bool>(true));
+  EXPECT_FALSE(memo.recall(key).has_value());
+  // Settled, the same outcome as before a sync: the skips would have doubled instead.
+  RouteMemo settled;
+  run_memo(settled, key, std::vector<bool>(4, true));  // agreements at 0, 1, 3
+  int skipped = 0;
+  while (settled.recall(key)) ++skipped;
+  settled.learn(key, true);
+  while (settled.recall(key)) ++skipped;
+  EXPECT_EQ(skipped, 2 + 4);
+}
+
 TEST(OmpiRouteMemo, KeysOfOtherCollectivesAndSizesAreApart) {
   RouteMemo memo;
   const int small = RouteMemo::key(COLL_COHORT_ALLREDUCE, 8);
