@@ -18,7 +18,12 @@ struct Block {
   RegistrationRecord add[CacheSync::kAdds];
 };
 
-const Block &block_of(const void *p) { return *static_cast<const Block *>(p); }
+// A rank's block out of the exchange's bytes.
+Block block_of(const void *p) {
+  Block block;
+  std::memcpy(&block, p, sizeof(block));
+  return block;
+}
 
 }  // namespace
 
@@ -77,7 +82,7 @@ void CacheSync::apply(Registrations *registered, const std::vector<const void *>
   *failed = 0;
   applied_.clear();
   for (int q = 0; q < static_cast<int>(blocks.size()); ++q) {
-    const Block &b = block_of(blocks[q]);
+    const Block b = block_of(blocks[q]);
     for (int e = 0; e < std::clamp(b.evicts, 0, kEvicts); ++e) {
       if (registered->owner(b.evict[e]) != q) {
         COHORT_LOG_WARN(COLL, "registration cache: %s evicts slot %d, which is not its own",
@@ -88,7 +93,7 @@ void CacheSync::apply(Registrations *registered, const std::vector<const void *>
     }
   }
   for (int q = 0; q < static_cast<int>(blocks.size()); ++q) {
-    const Block &b = block_of(blocks[q]);
+    const Block b = block_of(blocks[q]);
     for (int i = 0; i < std::clamp(b.adds, 0, kAdds); ++i) {
       void *own = q == me_ ? reinterpret_cast<void *>(mine_[i].base) : nullptr;
       int slot = -1;
