@@ -16,7 +16,8 @@ mpifort -o "$build/extra/ftest" "$ompi/coll_component_test.f90" "$ompi/coll_comp
 mpicc -std=c99 -O2 -o "$build/extra/bench" "$ompi/coll_component_bench.c"
 mpicc -std=c99 -O2 -o "$build/extra/overhead" "$ompi/component_overhead.c" -I"$top/include" \
   -L"$build/src/.libs" -lcohort -ldl
-mpicc -std=c99 -O2 -o "$build/extra/cache" "$ompi/component_cache.c" -ldl
+mpicc -std=c99 -O2 -o "$build/extra/cache" "$ompi/component_cache.c" \
+  "$ompi/coll_component_device.c" -ldl
 rm -rf "$carry"
 mkdir -p "$carry"
 cd "$build"

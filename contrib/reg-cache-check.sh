@@ -25,10 +25,10 @@ nvidia-smi -L >"$R/gpu.txt" 2>&1
 path=$PWD/$build/_install/lib/cohort/openmpi:$OPAL_PREFIX/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 mca=(--mca mca_base_component_path "$path" --mca coll_cohort_verbose 1)
 x=$PWD/$build/extra
-timeout 240 mpirun -np 4 "${mca[@]}" "$x/cache" -b 67108864 -r 6 -k 5 >"$R/cache4.txt" 2>&1
+timeout 240 env COLL_TEST_MEMORY=device mpirun -np 4 "${mca[@]}" "$x/cache" -b 67108864 -r 6 -k 5 >"$R/cache4.txt" 2>&1
 echo "rc=$?" >>"$R/cache4.txt"
 stamp cache4
-timeout 120 env COHORT_REG_CACHE_ENTRIES=1 mpirun -np 2 "${mca[@]}" "$x/cache" -b 16777216 -r 4 -k 3 \
+timeout 120 env COLL_TEST_MEMORY=device COHORT_REG_CACHE_ENTRIES=1 mpirun -np 2 "${mca[@]}" "$x/cache" -b 16777216 -r 4 -k 3 \
   >"$R/cache2-lru.txt" 2>&1
 echo "rc=$?" >>"$R/cache2-lru.txt"
 stamp lru

@@ -385,7 +385,7 @@ if [ $have_fake -ne 0 ]; then
 else
   # shellcheck disable=SC2086
   $CC -std=c99 -Wall -Wextra -Werror -O1 -o "$stage/cachetest" "$SRCDIR/component_cache.c" \
-    $MPI_CFLAGS $MPI_LIBS -ldl >"$log" 2>&1 &&
+    "$SRCDIR/coll_component_device.c" $MPI_CFLAGS $MPI_LIBS -ldl >"$log" 2>&1 &&
     printf '#!/bin/sh\nexec "%s" -b 262144 -r 4 -k 2\n' "$stage/cachetest" >"$stage/cache.sh" &&
     chmod +x "$stage/cache.sh" &&
     device_run "$stage/cache3" 3 device "$stage/cache.sh" -x COHORT_REG_CACHE_ENTRIES=4 \
