@@ -47,6 +47,7 @@ enum class AlgorithmId : uint8_t {
   kPipelined,  // GPU: steps through the chunk inboxes
   kZeroCopy,   // GPU: registered buffers reached in place
   kFlags,      // GPU barrier
+  kLl,         // GPU allreduce: every rank's data into every window as lines carrying flags
 };
 
 // cohort.h's arguments of one call; `count` as cohort.h defines it for the collective.

@@ -74,6 +74,11 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "GPU: every rank pushes its input into every peer's window, then reduces all of them; "
        "one handshake, up to 64 KB",
        nullptr, kDeviceMemory, /*splits=*/false, kOneShotMaxBytes},
+      {"ll", AlgorithmId::kLl, Collective::kAllreduce,
+       "GPU: every rank stores its input into every peer's window as lines of 8 bytes that carry "
+       "their own flag (NCCL's LL), and reduces the peers' lines as they land; no fence and no "
+       "handshake of its own, up to 16 KB",
+       nullptr, kDeviceMemory, /*splits=*/false, kLlMaxBytes},
       {"twoshot", AlgorithmId::kTwoShot, Collective::kAllreduce,
        "GPU: per 128 KB step of each block, each rank reduces one slice of every rank's data "
        "and pushes the result to the others (reduce-scatter + allgather through the windows)",
@@ -89,6 +94,10 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
        "GPU: the root stages 128 KB steps in its window, the peers pull them (two halves in "
        "turn)",
        nullptr, kDeviceMemory},
+      {"zerocopy", AlgorithmId::kZeroCopy, Collective::kBroadcast,
+       "GPU: with the root's input and every rank's output registered, each rank copies one "
+       "slice of the root's input straight into every rank's output; pipelined otherwise",
+       nullptr, kDeviceMemory},
       {"oneshot", AlgorithmId::kOneShot, Collective::kReduce,
        "GPU: every rank pushes its message into the root's window, the root reduces; one "
        "handshake, up to 64 KB",
@@ -96,6 +105,10 @@ const std::vector<AlgorithmInfo> &algorithm_table() {
       {"pipelined", AlgorithmId::kPipelined, Collective::kReduce,
        "GPU: per step each rank reduces one slice of every rank's data and writes it into the "
        "root's window",
+       nullptr, kDeviceMemory},
+      {"zerocopy", AlgorithmId::kZeroCopy, Collective::kReduce,
+       "GPU: with every rank's input and the root's output registered, each rank reduces one "
+       "slice straight from every rank's input into the root's output; pipelined otherwise",
        nullptr, kDeviceMemory},
       {"oneshot", AlgorithmId::kOneShot, Collective::kAllgather,
        "GPU: every rank pushes its block into every peer's window; one handshake, up to 64 KB "

@@ -158,8 +158,10 @@ struct AlgorithmInfo {
   size_t max_bytes = SIZE_MAX;
 };
 
-// The one-shot GPU kernels' largest message (k::kOneShotBytes, checked where both are seen).
+// The one-shot GPU kernels' largest message (k::kOneShotBytes, checked where both are seen),
+// and the LL allreduce's (k::kLlBytes).
 constexpr size_t kOneShotMaxBytes = 64 << 10;
+constexpr size_t kLlMaxBytes = 16 << 10;
 
 const std::vector<AlgorithmInfo> &algorithm_table();
 const AlgorithmInfo *find_algorithm(Collective collective, const char *name);

@@ -12,6 +12,7 @@ CollArgs as_collective(const AllreduceArgs &args) {
   c.kind = CollKind::kAllreduce;
   c.algo = args.algo == AllreduceAlgo::kOneShot    ? CollAlgo::kOneShot
            : args.algo == AllreduceAlgo::kZeroCopy ? CollAlgo::kZeroCopy
+           : args.algo == AllreduceAlgo::kLl       ? CollAlgo::kLl
                                                    : CollAlgo::kPipelined;
   c.src = args.src;
   c.dst = args.dst;
@@ -29,7 +30,7 @@ int allreduce_blocks(const AllreduceArgs &args) { return collective_blocks(as_co
 
 cudaError_t launch_allreduce(const AllreduceArgs &args, cudaStream_t stream) {
   if (args.algo != AllreduceAlgo::kOneShot && args.algo != AllreduceAlgo::kTwoShot &&
-      args.algo != AllreduceAlgo::kZeroCopy) {
+      args.algo != AllreduceAlgo::kZeroCopy && args.algo != AllreduceAlgo::kLl) {
     return cudaErrorInvalidValue;
   }
   return launch_collective(as_collective(args), stream);

@@ -6,6 +6,7 @@
 
 #include "coll_common.cuh"
 #include "collectives.h"
+#include "ll_access.cuh"
 
 namespace cohort::kernels {
 
@@ -30,6 +31,117 @@ __device__ void allreduce_oneshot(const CollArgs &a, uint64_t sequence) {
   const void *const *srcs =
       gather_inputs(t, at(a.src, part.begin, elem), [&](int q) { return slot(t.rank, q); });
   reduce_all<D, Op>(at(a.dst, part.begin, elem), srcs, t.size, part.count, t.size);
+}
+
+// `writer`'s LL slot in `owner`'s window for the parity of `sequence`.
+__device__ inline LlLine *ll_slot(const DeviceTeam &t, int owner, int writer, uint64_t sequence) {
+  const size_t parity = sequence & 1;
+  return reinterpret_cast<LlLine *>(t.windows[owner] + t.layout.ll_offset +
+                                    (parity * t.size + static_cast<size_t>(writer)) * kLlSlotBytes);
+}
+
+// The lines' flag of call `sequence`: never 0, the flag of a line nobody wrote (or that its
+// reader took).
+__device__ __forceinline__ uint32_t ll_flag_of(uint64_t sequence) {
+  return static_cast<uint32_t>(sequence % 0xffffffffull) + 1;
+}
+
+// Polls `line`, this rank's line from `peer`, until it carries `flag`: true then, with it in
+// *v; false when the team stopped or the peer took longer than the timeout (recorded as
+// wait_peers does).
+__device__ inline bool await_ll(const DeviceTeam &t, const LlLine *line, uint32_t flag, int peer,
+                                uint64_t sequence, LlLine *v) {
+  uint64_t start = 0;
+  for (unsigned polls = 1;; ++polls) {
+    *v = load_line(line);
+    if (line_is(*v, flag)) return true;
+#ifdef COHORT_KERNELS_EMULATION
+    __nanosleep(0);  // the fibers of this block that write what the others wait for
+#endif
+    if (polls % 64 != 0) continue;
+    const Stop stopped = stop_of(t);
+    if (stopped.reason != kStopNone) {
+      report_stop(t, stopped.reason, stopped.reason == kStopPeerTimeout ? stopped.peer : peer,
+                  stopped.by, sequence);
+      return false;
+    }
+    const uint64_t now = global_ns();
+    if (start == 0) start = now;
+    if (now - start > t.timeout_ns) {
+      report_stop(t, kStopTimeout, peer, t.rank, sequence);
+      return false;
+    }
+    __nanosleep(64);  // other ranks' blocks on this GPU get the issue slots
+  }
+}
+
+// 8 bytes of a message as words and as elements of storage type S.
+template <class S>
+union LlPayload {
+  uint32_t u32[2];
+  S elem[kLlPayload / sizeof(S)];
+};
+
+// Up to kLlBytes per rank, as NCCL's LL protocol moves data: each thread owns lines of the
+// message (8 bytes each), stores its input line into every peer's LL slot with the call's flag
+// in it, then takes every peer's line of the same place from its own slots as it lands, zeroes
+// it, and reduces in rank order in registers.  No fence, no flag of its own, no barrier: a
+// line is its own signal, and a thread waits for nothing but its own lines.  The slots
+// alternate parities as the one-shot area does, and every rank hears from every peer in each
+// call, so a rank that starts call k + 2 finds the lines of call k taken.
+template <DType D, RedOp Op>
+__device__ void allreduce_ll(const CollArgs &a, uint64_t sequence) {
+  using Fmt = detail::Format<D>;
+  using Reduction = detail::Reduction<Fmt, typename detail::OpOf<Op>::type>;
+  using S = typename Fmt::Storage;
+  using C = typename Fmt::Compute;
+  constexpr int kPer = kLlPayload / sizeof(S);
+  const DeviceTeam &t = a.team;
+  const size_t bytes = a.count * sizeof(S);
+  const size_t lines = ll_lines(bytes);
+  const uint32_t flag = ll_flag_of(sequence);
+  const int divisor = Op == RedOp::kAvg ? t.size : 1;
+  const auto *src = static_cast<const unsigned char *>(a.src);
+  auto *dst = static_cast<unsigned char *>(a.dst);
+  bool stop = false;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < lines && !stop;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    LlPayload<S> mine;
+    line_payload(src, bytes, i, &mine.u32[0], &mine.u32[1]);
+    for (int q = 0; q < t.size; ++q) {
+      if (q != t.rank)
+        store_line(ll_slot(t, q, t.rank, sequence) + i, mine.u32[0], mine.u32[1], flag);
+    }
+    // Rank q's line i: this rank's own, or q's as it lands (then zeroed: taken).
+    auto input = [&](int q, LlPayload<S> *in) {
+      *in = mine;
+      if (q == t.rank) return true;
+      LlLine *line = ll_slot(t, t.rank, q, sequence) + i;
+      LlLine v;
+      const bool came = await_ll(t, line, flag, q, sequence, &v);
+      store_line(line, 0, 0, 0);  // the next call of this parity finds it empty
+      in->u32[0] = ll_data(v.half[0]);
+      in->u32[1] = ll_data(v.half[1]);
+      return came;
+    };
+    LlPayload<S> in;
+    stop = !input(0, &in);
+    C acc[kPer];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) acc[e] = Fmt::widen(in.elem[e]);
+    for (int q = 1; q < t.size && !stop; ++q) {
+      stop = !input(q, &in);
+#pragma unroll
+      for (int e = 0; e < kPer; ++e) {
+        acc[e] = detail::OpOf<Op>::type::apply(acc[e], Fmt::widen(in.elem[e]));
+      }
+    }
+    if (stop) break;
+    LlPayload<S> out;
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) out.elem[e] = Reduction::finish(acc[e], divisor);
+    put_payload(out.u32[0], out.u32[1], i, dst, bytes);
+  }
 }
 
 // Any size, allreduce and reduce: per pipeline step of a block, slice q of every rank's data

@@ -27,6 +27,9 @@ enum class AllreduceAlgo : int {
   // input and writes it into every rank's output (reads and writes each byte once); two-shot
   // on every rank when some rank's buffers are not registered.  A team with registrations.
   kZeroCopy = 2,
+  // Up to kLlBytes: each rank's message as lines that carry their own flags (NCCL's LL) into
+  // every peer's window, reduced as they land: no fence, no separate handshake.
+  kLl = 3,
 };
 
 struct AllreduceArgs {
@@ -45,8 +48,8 @@ struct AllreduceArgs {
 int allreduce_blocks(const AllreduceArgs &args);
 
 // cudaErrorInvalidValue (launching nothing) for arguments outside the contract: a one-shot
-// message over kOneShotBytes, an unknown dtype or op, no elements, more ranks than
-// kMaxLocalRanks.
+// message over kOneShotBytes, an LL one over kLlBytes, an unknown dtype or op, no elements, more
+// ranks than kMaxLocalRanks.
 cudaError_t launch_allreduce(const AllreduceArgs &args, cudaStream_t stream);
 
 }  // namespace cohort::kernels

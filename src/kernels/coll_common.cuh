@@ -31,7 +31,6 @@
 
 namespace cohort::kernels {
 
-constexpr int kCollThreads = 512;
 constexpr size_t kAlignBytes = 16;  // parts start 16-byte aligned relative to the buffer
 
 struct Part {
@@ -119,10 +118,13 @@ __device__ inline const char *registered_at(const DeviceTeam &t, BufferRef ref, 
 }
 
 // Which of every rank's buffers a zero-copy kernel reaches on the peers (and so needs
-// registered): allreduce both, allgather and alltoall the outputs, reduce-scatter the inputs.
+// registered): allreduce both, allgather and alltoall the outputs, reduce-scatter the inputs,
+// broadcast the root's input and every output, reduce every input and the root's output.
 struct ZeroCopyNeeds {
   bool src;
   bool dst;
+  int src_of = -1;  // >= 0: only this rank's input (a broadcast's root)
+  int dst_of = -1;  // >= 0: only this rank's output (a reduce's root)
 };
 
 // The start of a zero-copy call, every thread of a block: publishes where this rank's buffers
@@ -149,14 +151,16 @@ __device__ inline ZeroCopyStart zerocopy_start(const CollArgs &a, uint64_t seque
     const volatile ZeroCopyDesc *d = zerocopy_desc(t, q, sequence);
     const BufferRef src{d->src.slot, 0, d->src.offset};
     const BufferRef dst{d->dst.slot, 0, d->dst.offset};
-    missing = (needs.src && src.slot < 0) || (needs.dst && dst.slot < 0);
+    const bool src_needed = needs.src && (needs.src_of < 0 || needs.src_of == q);
+    const bool dst_needed = needs.dst && (needs.dst_of < 0 || needs.dst_of == q);
+    missing = (src_needed && src.slot < 0) || (dst_needed && dst.slot < 0);
     const bool own = q == t.rank;
-    out.src[q] = own                     ? static_cast<const char *>(a.src)
-                 : needs.src && !missing ? registered_at(t, src, q)
-                                         : nullptr;
-    out.dst[q] = own                     ? static_cast<char *>(a.dst)
-                 : needs.dst && !missing ? const_cast<char *>(registered_at(t, dst, q))
-                                         : nullptr;
+    out.src[q] = own                      ? static_cast<const char *>(a.src)
+                 : src_needed && !missing ? registered_at(t, src, q)
+                                          : nullptr;
+    out.dst[q] = own                      ? static_cast<char *>(a.dst)
+                 : dst_needed && !missing ? const_cast<char *>(registered_at(t, dst, q))
+                                          : nullptr;
   }
   return __syncthreads_or(missing) ? ZeroCopyStart::kUnregistered : ZeroCopyStart::kGo;
 }

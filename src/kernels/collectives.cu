@@ -3,6 +3,7 @@
 
 #include "coll_common.cuh"
 #include "collectives.h"
+#include "ll_line.h"
 
 namespace cohort::kernels {
 namespace {
@@ -19,9 +20,10 @@ bool valid(const CollArgs &a) {
   if (a.kind == CollKind::kBarrier) return true;
   if (!dtype_valid(a.dtype) || (reduces(a.kind) && !op_valid(a.op)) || a.count == 0) return false;
   if (a.algo == CollAlgo::kZeroCopy) {
-    const bool has = a.kind == CollKind::kAllreduce || a.kind == CollKind::kAllgather ||
-                     a.kind == CollKind::kAlltoall || a.kind == CollKind::kReduceScatter;
+    const bool has = a.kind != CollKind::kBarrier;
     if (!has || a.team.registered == nullptr) return false;
+  } else if (a.algo == CollAlgo::kLl) {
+    if (a.kind != CollKind::kAllreduce || a.count * dtype_size(a.dtype) > kLlBytes) return false;
   } else if (a.algo != CollAlgo::kOneShot && a.algo != CollAlgo::kPipelined) {
     return false;
   }
@@ -35,11 +37,13 @@ bool valid(const CollArgs &a) {
 int collective_blocks(const CollArgs &args) {
   if (args.kind == CollKind::kBarrier) return 1;
   const size_t bytes = args.count * dtype_size(args.dtype);
-  // One-shot: a block per 4 KB of each rank's part.  Pipelined: a block per step's worth,
-  // which for the exchanges is one slice of every rank's block.
+  // One-shot: a block per 4 KB of each rank's part; LL: a line (8 bytes) per thread.
+  // Pipelined: a block per step's worth, which for the exchanges is one slice of every rank's
+  // block.
   const bool exchange = args.kind == CollKind::kAllgather || args.kind == CollKind::kAlltoall ||
                         args.kind == CollKind::kReduceScatter;
   const size_t per_block = args.algo == CollAlgo::kOneShot ? 4096
+                           : args.algo == CollAlgo::kLl    ? kCollThreads * kLlPayload
                            : exchange ? slice_bytes(std::max(1, args.team.size))
                                       : kChunkBytes;
   const size_t wanted = (bytes + per_block - 1) / per_block;

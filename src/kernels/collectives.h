@@ -34,11 +34,14 @@ enum class CollAlgo : int {
   // Any size: per block, steps through the chunk inboxes (two halves in turn, so a step's
   // copies overlap the previous step's), ending with end_barrier().
   kPipelined = 1,
-  // Registered buffers (allreduce, allgather, alltoall, reduce-scatter): every rank's buffers
+  // Registered buffers (every collective but the barrier): every rank's buffers
   // straight from the others' memory, no copy through the windows (device_team.h's
   // ZeroCopyDesc says where they lie); the same call as kPipelined on every rank when some
   // rank's buffer the kernel reaches is not registered.
   kZeroCopy = 2,
+  // Allreduce up to kLlBytes per rank: every rank's message as lines (ll_line.h) into every
+  // peer's LL slots, each line carrying its own flag: no fence, no handshake of its own.
+  kLl = 3,
 };
 
 struct CollArgs {
@@ -60,13 +63,16 @@ struct CollArgs {
   BufferRef dst_ref{};
 };
 
+constexpr int kCollThreads = 512;  // threads of every block of a collective kernel
+
 // Thread blocks the launch uses: the same on every rank for the same call.
 int collective_blocks(const CollArgs &args);
 
 // cudaErrorInvalidValue (launching nothing) for arguments outside the contract: an unknown
-// kind, dtype, op or algorithm (kZeroCopy: allreduce, allgather, alltoall and reduce-scatter,
-// on a team with registrations), no elements, a root outside the team, a one-shot message
-// over kOneShotBytes, more ranks than kMaxLocalRanks.
+// kind, dtype, op or algorithm (kZeroCopy: any but the barrier, on a team with
+// registrations; kLl: allreduce), no elements, a root outside the team, a
+// one-shot message over kOneShotBytes, an LL one over kLlBytes, more ranks than
+// kMaxLocalRanks.
 cudaError_t launch_collective(const CollArgs &args, cudaStream_t stream);
 
 namespace detail {

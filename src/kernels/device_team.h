@@ -15,6 +15,9 @@
 //            (registered buffers, read by the peers straight from the owner's window).
 //   oneshot  2 parities x ranks x kOneShotBytes: each writer's whole message, for the small
 //            collectives that read every rank's data at once.
+//   ll       2 parities x ranks x kLlSlotBytes: each writer's whole message as lines
+//            (ll_line.h: the flag in the data, no separate flag to raise), for the LL
+//            allreduce; only LL calls write there, and each line is zeroed once read.
 //   chunks   kMaxBlocks x 2 x kChunkBytes: per block, the pieces of the current pipeline step
 //            (a reduce-scatter inbox and a gather inbox), for large collectives.
 #pragma once
@@ -24,12 +27,14 @@
 
 namespace cohort::kernels {
 
-constexpr int kMaxLocalRanks = 16;          // ranks of one host a GPU team spans
-constexpr int kMaxBlocks = 32;              // thread blocks a collective kernel uses at most
-constexpr int kFlagBytes = 128;             // one flag per line: writers never share one
-constexpr size_t kOneShotBytes = 64 << 10;  // largest message of a one-shot collective
-constexpr size_t kChunkBytes = 128 << 10;   // one block's inbox for one pipeline step
-constexpr int kMaxRegistrations = 1024;     // buffers registered with a team at once
+constexpr int kMaxLocalRanks = 16;             // ranks of one host a GPU team spans
+constexpr int kMaxBlocks = 32;                 // thread blocks a collective kernel uses at most
+constexpr int kFlagBytes = 128;                // one flag per line: writers never share one
+constexpr size_t kOneShotBytes = 64 << 10;     // largest message of a one-shot collective
+constexpr size_t kLlBytes = 16 << 10;          // largest message of an LL allreduce, per rank
+constexpr size_t kLlSlotBytes = 2 * kLlBytes;  // its lines: 16 bytes carry 8 of payload
+constexpr size_t kChunkBytes = 128 << 10;      // one block's inbox for one pipeline step
+constexpr int kMaxRegistrations = 1024;        // buffers registered with a team at once
 
 // Flags per (writer, block): one per handshake a kernel runs.
 enum FlagSlot : int { kFlagArrive = 0, kFlagResult = 1, kFlagZeroCopy = 2, kFlagSlots = 3 };
@@ -76,6 +81,7 @@ struct WindowLayout {
   size_t stop_offset;
   size_t zerocopy_offset;
   size_t oneshot_offset;
+  size_t ll_offset;
   size_t chunks_offset;
   size_t total_bytes;
 };
@@ -90,7 +96,8 @@ constexpr WindowLayout window_layout(int ranks) {
   l.zerocopy_offset = l.stop_offset + kFlagBytes;
   l.oneshot_offset =
       l.zerocopy_offset + (2 * sizeof(ZeroCopyDesc) + kFlagBytes - 1) / kFlagBytes * kFlagBytes;
-  l.chunks_offset = l.oneshot_offset + 2 * static_cast<size_t>(ranks) * kOneShotBytes;
+  l.ll_offset = l.oneshot_offset + 2 * static_cast<size_t>(ranks) * kOneShotBytes;
+  l.chunks_offset = l.ll_offset + 2 * static_cast<size_t>(ranks) * kLlSlotBytes;
   l.total_bytes = l.chunks_offset + size_t{kMaxBlocks} * 2 * kChunkBytes;
   return l;
 }

@@ -66,6 +66,30 @@ __device__ void broadcast_pipelined(const CollArgs &a, uint64_t sequence, size_t
   end_barrier(t, sequence);
 }
 
+// Registered buffers, any size: rank r copies slice r of the root's input straight into every
+// rank's output, a step of kChunkBytes per block at a time (read once from the root, then from
+// L2): the root's input and every output need registering.  Pipelined when some are not.
+__device__ void broadcast_zerocopy(const CollArgs &a, uint64_t sequence, size_t bytes) {
+  __shared__ ZeroCopyBuffers bufs;
+  const ZeroCopyStart start =
+      zerocopy_start(a, sequence, ZeroCopyNeeds{true, true, a.root, -1}, bufs);
+  if (start == ZeroCopyStart::kStopped) return;
+  if (start == ZeroCopyStart::kUnregistered) return broadcast_pipelined(a, sequence, bytes);
+  const DeviceTeam &t = a.team;
+  const Part mine = split(bytes, 1, t.rank, t.size);
+  const Part part = split(mine.count, 1, blockIdx.x, gridDim.x);
+  for (size_t done = 0; done < part.count; done += kChunkBytes) {
+    const size_t offset = mine.begin + part.begin + done;
+    const size_t len = min(kChunkBytes, part.count - done);
+    const char *from = bufs.src[a.root] + offset;
+    for (int q = 0; q < t.size; ++q) {
+      char *to = bufs.dst[q] + offset;
+      if (to != from) copy(block_threads(), to, from, len);
+    }
+  }
+  end_barrier(t, sequence);  // every peer wrote its slice here and read the root's
+}
+
 // Where rank `q`'s block of an allgather or alltoall lies in this rank's output, and where
 // the block for rank `q` lies in its input.
 struct Blocks {
@@ -167,6 +191,7 @@ __device__ void run(const CollArgs &a, uint64_t sequence) {
   const bool oneshot = a.algo == CollAlgo::kOneShot;
   switch (a.kind) {
     case CollKind::kBroadcast:
+      if (a.algo == CollAlgo::kZeroCopy) return broadcast_zerocopy(a, sequence, bytes);
       return oneshot ? broadcast_oneshot(a, sequence, bytes)
                      : broadcast_pipelined(a, sequence, bytes);
     case CollKind::kAllgather:

@@ -38,12 +38,13 @@ Status copy_alone(const coll::Call &call, cudaStream_t stream) {
 
 static_assert(k::kOneShotBytes == coll::kOneShotMaxBytes,
               "the selection's one-shot limit is the kernels'");
+static_assert(k::kLlBytes == coll::kLlMaxBytes, "the selection's LL limit is the kernels'");
 
-Status too_big_for_oneshot(const coll::Call &call, size_t bytes) {
+Status too_big_for(const coll::Call &call, const char *algorithm, size_t most, size_t bytes) {
   return failf(COHORT_ERR_INVALID_ARG,
-               "%s on GPU device memory: algorithm oneshot takes at most %zu bytes per rank, this "
+               "%s on GPU device memory: algorithm %s takes at most %zu bytes per rank, this "
                "call has %zu (check COHORT_COLL_ALGO)",
-               coll::collective_name(call.collective), k::kOneShotBytes, bytes);
+               coll::collective_name(call.collective), algorithm, most, bytes);
 }
 
 // The selection's algorithm in the kernels' terms: zero-copy only on a team that registered
@@ -54,16 +55,21 @@ Status take_algorithm(const k::DeviceTeam &team, const Registrations &registered
                       const coll::Call &call, size_t src_bytes, size_t dst_bytes, size_t bytes,
                       k::CollArgs *args) {
   const bool oneshot = call.algorithm == coll::AlgorithmId::kOneShot;
+  const bool ll = call.algorithm == coll::AlgorithmId::kLl;
   const bool zerocopy =
       call.algorithm == coll::AlgorithmId::kZeroCopy && team.registered != nullptr;
   args->algo = oneshot    ? k::CollAlgo::kOneShot
+               : ll       ? k::CollAlgo::kLl
                : zerocopy ? k::CollAlgo::kZeroCopy
                           : k::CollAlgo::kPipelined;  // allreduce: two-shot
   if (zerocopy) {
     args->src_ref = registered.find(call.src, src_bytes);
     args->dst_ref = registered.find(call.dst, dst_bytes);
   }
-  if (oneshot && bytes > k::kOneShotBytes) return too_big_for_oneshot(call, bytes);
+  if (oneshot && bytes > k::kOneShotBytes) {
+    return too_big_for(call, "oneshot", k::kOneShotBytes, bytes);
+  }
+  if (ll && bytes > k::kLlBytes) return too_big_for(call, "ll", k::kLlBytes, bytes);
   return COHORT_SUCCESS;
 }
 
@@ -86,11 +92,12 @@ Status kernel_args(const k::DeviceTeam &team, const std::vector<int> &local_rank
     const auto root = std::find(local_ranks.begin(), local_ranks.end(), call.root);
     args->root = static_cast<int>(root - local_ranks.begin());
   }
-  // Bytes of each buffer: allreduce's are one message; otherwise a block per rank on the side
-  // that holds every rank's.
+  // Bytes of each buffer: allreduce's, broadcast's and reduce's are one message; otherwise a
+  // block per rank on the side that holds every rank's.
   const size_t bytes = call.count * k::dtype_size(args->dtype);
   const size_t all = bytes * static_cast<size_t>(team.size);
-  const bool one = args->kind == k::CollKind::kAllreduce;
+  const bool one = args->kind == k::CollKind::kAllreduce || args->kind == k::CollKind::kBroadcast ||
+                   args->kind == k::CollKind::kReduce;
   return take_algorithm(
       team, registered, call, one || args->kind == k::CollKind::kAllgather ? bytes : all,
       one || args->kind == k::CollKind::kReduceScatter ? bytes : all, bytes, args);

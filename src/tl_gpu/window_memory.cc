@@ -14,7 +14,8 @@ WindowMemory window_memory(int ranks) {
   WindowMemory m;
   m.ranks = ranks;
   m.control = layout.oneshot_offset;
-  m.oneshot = layout.chunks_offset - layout.oneshot_offset;
+  m.oneshot = layout.ll_offset - layout.oneshot_offset;
+  m.ll = layout.chunks_offset - layout.ll_offset;
   m.chunks = layout.total_bytes - layout.chunks_offset;
   m.total = layout.total_bytes;
   m.per_peer = ranks > 1 ? m.total / static_cast<size_t>(ranks - 1) : m.total;
@@ -43,14 +44,15 @@ std::string describe_window_memory() {
   std::string out =
       "GPU memory per rank of a GPU team (one window, shared by all its peers and blocks):\n";
   char line[512];
-  snprintf(line, sizeof line, "  %5s  %10s  %10s  %10s  %10s  %10s  %14s\n", "ranks", "control",
-           "one-shot", "chunks", "window", "per peer", "per peer/block");
+  snprintf(line, sizeof line, "  %5s  %10s  %10s  %10s  %10s  %10s  %10s  %14s\n", "ranks",
+           "control", "one-shot", "LL", "chunks", "window", "per peer", "per peer/block");
   out += line;
   for (int ranks : {2, 4, 8, k::kMaxLocalRanks}) {
     const WindowMemory m = window_memory(ranks);
-    snprintf(line, sizeof line, "  %5d  %10s  %10s  %10s  %10s  %10s  %14s\n", ranks,
-             kib(m.control).c_str(), kib(m.oneshot).c_str(), mib(m.chunks).c_str(),
-             mib(m.total).c_str(), mib(m.per_peer).c_str(), kib(m.per_block).c_str());
+    snprintf(line, sizeof line, "  %5d  %10s  %10s  %10s  %10s  %10s  %10s  %14s\n", ranks,
+             kib(m.control).c_str(), kib(m.oneshot).c_str(), kib(m.ll).c_str(),
+             mib(m.chunks).c_str(), mib(m.total).c_str(), mib(m.per_peer).c_str(),
+             kib(m.per_block).c_str());
     out += line;
   }
   const WindowMemory any = window_memory(1);

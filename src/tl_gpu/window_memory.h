@@ -12,8 +12,9 @@ struct WindowMemory {
   int ranks = 0;         // local ranks of the team
   size_t control = 0;    // flags, the stop word and the zero-copy descriptors
   size_t oneshot = 0;    // the one-shot area (grows with the ranks)
+  size_t ll = 0;         // the LL allreduce's lines (grows with the ranks)
   size_t chunks = 0;     // the pipeline inboxes (one per block)
-  size_t total = 0;      // the window: control + oneshot + chunks
+  size_t total = 0;      // the window: control + oneshot + ll + chunks
   size_t per_peer = 0;   // total / (ranks - 1); the total where the rank has no peer
   size_t per_block = 0;  // per_peer / blocks: per peer per channel, as NCCL counts
   size_t registry = 0;   // the registered-buffer table, allocated at the first registration

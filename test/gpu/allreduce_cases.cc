@@ -1,6 +1,7 @@
 // team_emul_test's allreduce cases: launch_allreduce on every rank of an EmulTeam, each
 // output compared bit for bit with the host reference.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -24,12 +25,22 @@ using kernels::dtype_size;
 using kernels::RedOp;
 
 constexpr AllreduceAlgo kAlgos[] = {AllreduceAlgo::kOneShot, AllreduceAlgo::kTwoShot,
-                                    AllreduceAlgo::kZeroCopy};
+                                    AllreduceAlgo::kZeroCopy, AllreduceAlgo::kLl};
+
+// The largest message of `algo` in bytes per rank (SIZE_MAX: any).
+size_t most_bytes(AllreduceAlgo algo) {
+  switch (algo) {
+    case AllreduceAlgo::kOneShot: return kernels::kOneShotBytes;
+    case AllreduceAlgo::kLl: return kernels::kLlBytes;
+    default: return SIZE_MAX;
+  }
+}
 
 const char *algo_name(AllreduceAlgo algo) {
   switch (algo) {
     case AllreduceAlgo::kOneShot: return "oneshot";
     case AllreduceAlgo::kTwoShot: return "twoshot";
+    case AllreduceAlgo::kLl: return "ll";
     default: return "zerocopy";
   }
 }
@@ -215,8 +226,7 @@ void every_dtype_and_op(int ranks, const Options &options, Tally *tally) {
       for (AllreduceAlgo algo : kAlgos) {
         for (size_t count : counts) {
           const DType dtype = static_cast<DType>(d);
-          if (algo == AllreduceAlgo::kOneShot && count * dtype_size(dtype) > kernels::kOneShotBytes)
-            continue;
+          if (count * dtype_size(dtype) > most_bytes(algo)) continue;
           ++index;
           calls.push_back({algo, dtype, static_cast<RedOp>(o), count, index % 2 == 1,
                            static_cast<size_t>(index / 2 % 2)});
@@ -239,6 +249,32 @@ void larger_counts(int ranks, Tally *tally) {
              {AllreduceAlgo::kOneShot, DType::kFloat16, RedOp::kMin, 2 * most_fp32 - 1, true, 1},
              {AllreduceAlgo::kOneShot, DType::kInt64, RedOp::kProd, 4099, false, 1}},
             tally);
+}
+
+// LL calls: the largest message (several blocks, and more lines than the blocks' threads on
+// a team of one block), partial last lines, misaligned, in place; back to back with each
+// other (the same parity every second call, its lines taken and zeroed in between) and with
+// one-shot and two-shot calls.
+void ll_calls(int ranks, Tally *tally) {
+  for (int blocks : {1, 4}) {
+    TeamUnderTest t(ranks, blocks);
+    const size_t most_fp32 = kernels::kLlBytes / 4;
+    std::vector<Call> calls = {
+        {AllreduceAlgo::kLl, DType::kFloat32, RedOp::kSum, most_fp32, false, 0},
+        {AllreduceAlgo::kLl, DType::kFloat32, RedOp::kSum, 2, false, 0},
+        {AllreduceAlgo::kLl, DType::kInt8, RedOp::kSum, 13, true, 3},
+        {AllreduceAlgo::kLl, DType::kFloat16, RedOp::kAvg, most_fp32 * 2 - 1, false, 1},
+        {AllreduceAlgo::kOneShot, DType::kInt32, RedOp::kMax, 1000, false, 0},
+        {AllreduceAlgo::kLl, DType::kFloat64, RedOp::kMin, 3, false, 1},
+        {AllreduceAlgo::kTwoShot, DType::kFloat32, RedOp::kSum, 70000, true, 0},
+        {AllreduceAlgo::kLl, DType::kBfloat16, RedOp::kSum, 4097, true, 1},
+        {AllreduceAlgo::kLl, DType::kUint64, RedOp::kProd, most_fp32 / 2, false, 0}};
+    for (int i = 0; i < 8; ++i) {
+      calls.push_back(
+          {AllreduceAlgo::kLl, DType::kInt32, RedOp::kSum, 1u + i * 97u, i % 2 == 1, 0});
+    }
+    run_calls(&t, calls, tally);
+  }
 }
 
 // Two-shot messages that take every block through several pipeline steps (and a last,
@@ -297,7 +333,9 @@ void many_ranks(int ranks, Tally *tally) {
     for (AllreduceAlgo algo : kAlgos) {
       for (bool in_place : {false, true}) {
         calls.push_back({algo, kind.dtype, kind.op, 1023, in_place, in_place ? 0u : 1u});
-        calls.push_back({algo, kind.dtype, kind.op, 5000, in_place, 0});
+        if (5000 * dtype_size(kind.dtype) <= most_bytes(algo)) {
+          calls.push_back({algo, kind.dtype, kind.op, 5000, in_place, 0});
+        }
       }
     }
     run_calls(&t, calls, tally);
@@ -341,6 +379,10 @@ void invalid_arguments(Tally *tally) {
   a = good;
   a.algo = AllreduceAlgo::kZeroCopy;
   expect_invalid("zero-copy on a team that registered nothing", a);
+  a = good;
+  a.algo = AllreduceAlgo::kLl;
+  a.count = kernels::kLlBytes / 4 + 1;
+  expect_invalid("LL over kLlBytes", a);
   if (team.sequence(0) != 0) tally->fail("allreduce arguments: a call was counted");
 }
 
@@ -355,6 +397,7 @@ void run_allreduce_cases(const Options &options, Tally *tally) {
   for (int ranks : {2, 3, 4}) larger_counts(ranks, tally);
   pipeline_steps(tally);
   for (int ranks : {2, 3, 4}) zerocopy_calls(ranks, tally);
+  for (int ranks : {2, 3, 5}) ll_calls(ranks, tally);
   many_ranks(9, tally);
   if (options.full) {
     for (int ranks : {12, kernels::kMaxLocalRanks}) many_ranks(ranks, tally);

@@ -49,6 +49,7 @@ const char *algo_name(CollAlgo algo) {
   switch (algo) {
     case CollAlgo::kOneShot: return "oneshot";
     case CollAlgo::kPipelined: return "pipelined";
+    case CollAlgo::kLl: return "ll";
     default: return "zerocopy";
   }
 }
@@ -322,30 +323,34 @@ void larger_calls(int ranks, Tally *tally) {
   }
 }
 
-// Zero-copy allgather, reduce-scatter and alltoall on registered buffers: several steps per
-// block and a partial last one, in place and misaligned, every dtype of the reduction once;
-// one rank registering nothing (every rank then runs pipelined); back to back with one-shot
-// calls (the descriptors' parities).
+// Zero-copy broadcast, reduce, allgather, reduce-scatter and alltoall on registered buffers:
+// several steps per block and a partial last one, in place and misaligned, every root, every
+// dtype of the reductions once; one rank registering nothing (every rank then runs pipelined);
+// back to back with one-shot calls (the descriptors' parities).
 void zerocopy_calls(int ranks, Tally *tally) {
   for (int blocks : {1, 3}) {
     const size_t steps = kernels::kChunkBytes / 4 * 5 / 2 * blocks + 3;  // fp32: 2.5 chunks
     std::vector<Call> calls;
     int i = 0;
-    for (CollKind kind : {CollKind::kAllgather, CollKind::kReduceScatter, CollKind::kAlltoall}) {
+    for (CollKind kind : {CollKind::kBroadcast, CollKind::kReduce, CollKind::kAllgather,
+                          CollKind::kReduceScatter, CollKind::kAlltoall}) {
       for (bool in_place : {false, true}) {  // an alltoall in place runs pipelined
         for (size_t count : {size_t{1}, size_t{1023}, steps}) {
           ++i;
-          calls.push_back({kind, CollAlgo::kZeroCopy, DType::kFloat32, RedOp::kSum, count, 0,
-                           in_place, static_cast<size_t>(i % 3), i % 4 == 3 ? i % ranks : -1});
+          calls.push_back({kind, CollAlgo::kZeroCopy, DType::kFloat32, RedOp::kSum, count,
+                           i % ranks, in_place, static_cast<size_t>(i % 3),
+                           i % 4 == 3 ? (i / 4) % ranks : -1});
           calls.push_back(
               {CollKind::kAllgather, CollAlgo::kOneShot, DType::kInt32, RedOp::kSum, 33, 0, false});
         }
       }
     }
     for (int d = 0; d < kernels::kNumDTypes; ++d, ++i) {
-      calls.push_back({CollKind::kReduceScatter, CollAlgo::kZeroCopy, static_cast<DType>(d),
-                       static_cast<RedOp>(i % kernels::kNumRedOps), 4097, 0, i % 2 == 0,
-                       static_cast<size_t>(i % 2)});
+      for (CollKind kind : kReducing) {
+        calls.push_back({kind, CollAlgo::kZeroCopy, static_cast<DType>(d),
+                         static_cast<RedOp>(i % kernels::kNumRedOps), 4097, i % ranks, i % 2 == 0,
+                         static_cast<size_t>(i % 2)});
+      }
     }
     run_calls(ranks, blocks, calls, 5000 + ranks * 10 + blocks, tally);
   }
@@ -369,9 +374,10 @@ void mixed_calls(int ranks, int n, uint64_t seed, Tally *tally) {
            rng() % 3 == 0};
     if (c.kind == CollKind::kBarrier) c.count = 0;
     const size_t bytes = c.count * dtype_size(c.dtype);
-    const bool zerocopy = c.kind == CollKind::kAllgather || c.kind == CollKind::kReduceScatter ||
-                          c.kind == CollKind::kAlltoall;
-    if (bytes <= kernels::kOneShotBytes && rng() % 2 == 0) {
+    const bool zerocopy = c.kind != CollKind::kBarrier;
+    if (c.kind == CollKind::kAllreduce && bytes <= kernels::kLlBytes && rng() % 2 == 0) {
+      c.algo = CollAlgo::kLl;
+    } else if (bytes <= kernels::kOneShotBytes && rng() % 2 == 0) {
       c.algo = CollAlgo::kOneShot;
     } else if (zerocopy && rng() % 2 == 0) {
       c.algo = CollAlgo::kZeroCopy;
@@ -472,6 +478,9 @@ void invalid_arguments(Tally *tally) {
   a.algo = CollAlgo::kOneShot;
   a.count = kernels::kOneShotBytes / 4 + 1;
   expect_invalid("one-shot allgather over kOneShotBytes", a);
+  a = good;
+  a.algo = CollAlgo::kLl;
+  expect_invalid("LL broadcast (allreduce only)", a);
   a = good;
   a.algo = static_cast<CollAlgo>(7);
   expect_invalid("algorithm 7", a);

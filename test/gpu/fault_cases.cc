@@ -1,6 +1,7 @@
 // team_emul_test's fault cases: a rank that never makes the call (the others time out) and an
 // abort while ranks wait, checked as GpuTransport reads them (DeviceFault, the stop word in
 // every window); and a later call on the stopped team, which must do nothing.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -10,6 +11,8 @@
 
 #include "emul/team.h"
 #include "kernels/allreduce.h"
+#include "kernels/collectives.h"
+#include "kernels/ll_line.h"
 #include "team_test.h"
 
 namespace cohort::team_test {
@@ -25,10 +28,14 @@ constexpr uint64_t kTimeoutNs = 500'000'000;  // what the timeout case waits
 constexpr uint64_t kNoTimeoutNs = 60'000'000'000;
 constexpr double kPromptly = 10.0;  // seconds a stopped call may take at most
 constexpr int kStallSeconds = 30;   // EmulTeam::run's watchdog here
-constexpr size_t kCount = 3000;     // fp32: 2 blocks of one-shot, 1 of two-shot
+constexpr size_t kCount = 3000;     // fp32: 2 blocks of one-shot and of LL, 1 of two-shot
 
 const char *name_of(AllreduceAlgo algo) {
-  return algo == AllreduceAlgo::kOneShot ? "oneshot" : "twoshot";
+  switch (algo) {
+    case AllreduceAlgo::kOneShot: return "oneshot";
+    case AllreduceAlgo::kLl: return "ll";
+    default: return "twoshot";
+  }
 }
 
 // Every rank's buffers for one call of kCount fp32.
@@ -172,6 +179,28 @@ void timeout_case(AllreduceAlgo algo, Tally *tally) {
   }
 }
 
+// LL: returns once every launching rank's every thread stored its first line into kAbsent's
+// window (each stores its line into every window before it waits for any): what is left is
+// waiting for kAbsent's lines.
+void wait_for_the_absent_lines(const EmulTeam &team, int blocks) {
+  const kernels::DeviceTeam t = team.device(kAbsent);
+  const size_t lines = std::min<size_t>(kCount * 4 / kernels::kLlPayload,
+                                        static_cast<size_t>(blocks) * kernels::kCollThreads);
+  auto stored = [&](int writer, size_t i) {  // the first call: parity 0, flag 1
+    const auto *line = reinterpret_cast<const volatile uint64_t *>(
+        t.windows[kAbsent] + t.layout.ll_offset + writer * kernels::kLlSlotBytes + i * 16);
+    return kernels::ll_flag(line[0]) == 1 && kernels::ll_flag(line[1]) == 1;
+  };
+  for (;;) {
+    bool all = true;
+    for (int q = 0; q < kRanks; ++q) {
+      for (size_t i = 0; i < lines && q != kAbsent; ++i) all = all && stored(q, i);
+    }
+    if (all) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Returns once every launching rank's kernel heard from every other launching rank on every
 // block of the call: what is left is waiting for kAbsent.
 void wait_for_the_absent(const EmulTeam &team, AllreduceAlgo algo) {
@@ -180,6 +209,7 @@ void wait_for_the_absent(const EmulTeam &team, AllreduceAlgo algo) {
   args.count = kCount;
   args.algo = algo;
   const int blocks = kernels::allreduce_blocks(args);
+  if (algo == AllreduceAlgo::kLl) return wait_for_the_absent_lines(team, blocks);
   auto heard = [&](int owner, int writer, int block) {
     const char *window = team.device(owner).windows[owner];
     return *reinterpret_cast<const volatile uint64_t *>(
@@ -234,9 +264,10 @@ void abort_case(AllreduceAlgo algo, int by, Tally *tally) {
 }  // namespace
 
 void run_fault_cases(const Options &, Tally *tally) {
-  for (AllreduceAlgo algo : {AllreduceAlgo::kOneShot, AllreduceAlgo::kTwoShot}) {
+  for (AllreduceAlgo algo :
+       {AllreduceAlgo::kOneShot, AllreduceAlgo::kTwoShot, AllreduceAlgo::kLl}) {
     timeout_case(algo, tally);
-    abort_case(algo, algo == AllreduceAlgo::kOneShot ? kAbsent : 0, tally);
+    abort_case(algo, algo == AllreduceAlgo::kTwoShot ? 0 : kAbsent, tally);
   }
 }
 

@@ -79,6 +79,10 @@ TEST(LaunchArgs, AlgorithmIdsMapToTheKernelsAlgorithms) {
                         call_of(Collective::kAllreduce, AlgorithmId::kTwoShot), &args),
             COHORT_SUCCESS);
   EXPECT_EQ(args.algo, k::CollAlgo::kPipelined);  // allreduce's two-shot
+  ASSERT_EQ(kernel_args(team_of_four(), kLocalRanks, none,
+                        call_of(Collective::kAllreduce, AlgorithmId::kLl), &args),
+            COHORT_SUCCESS);
+  EXPECT_EQ(args.algo, k::CollAlgo::kLl);
   // Zero-copy on a team that registered nothing: the windows' algorithm, on every rank alike.
   ASSERT_EQ(kernel_args(team_of_four(), kLocalRanks, none,
                         call_of(Collective::kAllgather, AlgorithmId::kZeroCopy), &args),
@@ -107,6 +111,16 @@ TEST(LaunchArgs, RefusesWhatTheKernelsCannotRunAndSaysWhy) {
   EXPECT_NE(cohort::last_error().find("COHORT_COLL_ALGO"), std::string::npos);
   EXPECT_EQ(kernel_args(team_of_four(), kLocalRanks, none,
                         call_of(Collective::kAllreduce, AlgorithmId::kOneShot, over - 1), &args),
+            COHORT_SUCCESS);
+  // LL over its slots per rank, the same way.
+  const size_t over_ll = k::kLlBytes / 2 + 1;
+  EXPECT_EQ(kernel_args(team_of_four(), kLocalRanks, none,
+                        call_of(Collective::kAllreduce, AlgorithmId::kLl, over_ll), &args),
+            COHORT_ERR_INVALID_ARG);
+  EXPECT_NE(cohort::last_error().find("algorithm ll takes at most"), std::string::npos)
+      << cohort::last_error();
+  EXPECT_EQ(kernel_args(team_of_four(), kLocalRanks, none,
+                        call_of(Collective::kAllreduce, AlgorithmId::kLl, over_ll - 1), &args),
             COHORT_SUCCESS);
   // No GPU kernel for gather.
   EXPECT_EQ(kernel_args(team_of_four(), kLocalRanks, none,

@@ -153,7 +153,7 @@ TEST(Selection, BadRulesAreNamedErrorsAndLeaveTheSelectionAsItWas) {
       {"gather@cuda-device=direct", "direct runs on host+cuda-host+cuda-managed memory only"},
       {"scatter=direct*2", "scatter direct runs on one channel only"},
       {"allreduce=tree",
-       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, twoshot, "
+       "no algorithm 'tree' for allreduce (it has: ring, direct, hier, oneshot, ll, twoshot, "
        "zerocopy)"},
       {"allreduce:4K-1K=direct", "the range is empty"},
       {"allreduce:4X-=direct", "'4X' is not a size"},
@@ -205,7 +205,7 @@ TEST(AlgorithmTable, EveryIdIsTheOneItsNameMeans) {
       {"pairwise", AlgorithmId::kPairwise},   {"dissemination", AlgorithmId::kDissemination},
       {"oneshot", AlgorithmId::kOneShot},     {"twoshot", AlgorithmId::kTwoShot},
       {"pipelined", AlgorithmId::kPipelined}, {"zerocopy", AlgorithmId::kZeroCopy},
-      {"flags", AlgorithmId::kFlags}};
+      {"flags", AlgorithmId::kFlags},         {"ll", AlgorithmId::kLl}};
   for (const AlgorithmInfo &a : algorithm_table()) {
     const auto named = std::find_if(std::begin(kNames), std::end(kNames),
                                     [&](const auto &n) { return std::string(n.first) == a.name; });

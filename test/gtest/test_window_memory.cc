@@ -11,9 +11,10 @@ using cohort::tl_gpu::window_memory;
 TEST(WindowMemory, PartsAddUpToTheLayout) {
   for (int ranks = 1; ranks <= k::kMaxLocalRanks; ++ranks) {
     const auto m = window_memory(ranks);
-    EXPECT_EQ(m.control + m.oneshot + m.chunks, m.total) << ranks;
+    EXPECT_EQ(m.control + m.oneshot + m.ll + m.chunks, m.total) << ranks;
     EXPECT_EQ(m.total, k::window_layout(ranks).total_bytes) << ranks;
     EXPECT_EQ(m.oneshot, 2 * static_cast<size_t>(ranks) * k::kOneShotBytes) << ranks;
+    EXPECT_EQ(m.ll, 2 * static_cast<size_t>(ranks) * k::kLlSlotBytes) << ranks;
     EXPECT_EQ(m.chunks, size_t{k::kMaxBlocks} * 2 * k::kChunkBytes) << ranks;
     // The flags of every writer, block and slot fit before the one-shot area.
     EXPECT_GE(m.control, k::flag_offset(k::kMaxLocalRanks, 0, 0) + k::kFlagBytes) << ranks;
@@ -35,7 +36,7 @@ TEST(WindowMemory, PerPeerDividesAmongThePeersAndBlocks) {
 
 TEST(WindowMemory, DescribeListsEachRankCount) {
   const std::string text = cohort::tl_gpu::describe_window_memory();
-  // 4 ranks: 8 MiB of chunks + 512 KiB one-shot + the control lines.
+  // 4 ranks: 8 MiB of chunks + 512 KiB one-shot + 256 KiB of LL lines + the control lines.
   const auto four = window_memory(4);
   char row[64];
   snprintf(row, sizeof row, "%.2f MiB", four.total / 1048576.0);
