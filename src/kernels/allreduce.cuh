@@ -1,7 +1,7 @@
-// Allreduce's device code (allreduce.h launches it): one-shot and two-shot (which serves
-// reduce too), run by the reduction kernel of reduce_coll.cu.  Block b of every rank handles the
-// same part of the message, so blocks trade only with their namesakes on the other ranks and never
-// wait for another block of their own grid.
+// Allreduce's device code (allreduce.h launches it): one-shot, LL, two-shot and zero-copy (the
+// last two serve reduce too), run by the reduction kernel of reduce_coll.cu.  Block b of every rank
+// handles the same part of the message, so blocks trade only with their namesakes on the other
+// ranks and never wait for another block of their own grid.
 #pragma once
 
 #include "coll_common.cuh"
@@ -201,15 +201,19 @@ __device__ void twoshot(const CollArgs &a, uint64_t sequence) {
   end_barrier(t, sequence);  // the gather inboxes are read: the next call may write
 }
 
-// Registered buffers, any size: rank r reduces slice r of the message from every rank's input
-// into its own output, a step of kChunkBytes per block at a time, then copies that step into
-// every peer's output while it is still in L2: each input and output byte crosses memory
-// once (the roofline's 2 x ranks x bytes).  Slice r of every buffer is touched by rank r
-// alone, so in place is safe.  Two-shot when some rank's buffers are not registered.
+// Registered buffers, any size, allreduce and reduce: rank r reduces slice r of the message
+// from every rank's input into its own output (allreduce) or the root's (reduce), a step of
+// kChunkBytes per block at a time; an allreduce then copies that step into every peer's output
+// while it is still in L2: each input and output byte crosses memory once (the roofline's
+// 2 x ranks x bytes).  Slice r of every buffer is touched by rank r alone, so in place is
+// safe.  A reduce needs every input and the root's output registered, an allreduce every
+// buffer; two-shot (for a reduce into the root's gather inbox) when some are not.
 template <DType D, RedOp Op>
-__device__ void allreduce_zerocopy(const CollArgs &a, uint64_t sequence) {
+__device__ void zerocopy_reduction(const CollArgs &a, uint64_t sequence) {
   __shared__ ZeroCopyBuffers bufs;
-  const ZeroCopyStart start = zerocopy_start(a, sequence, ZeroCopyNeeds{true, true}, bufs);
+  const bool everyone = a.kind == CollKind::kAllreduce;
+  const ZeroCopyNeeds needs{true, true, -1, everyone ? -1 : a.root};
+  const ZeroCopyStart start = zerocopy_start(a, sequence, needs, bufs);
   if (start == ZeroCopyStart::kStopped) return;
   if (start == ZeroCopyStart::kUnregistered) {
     twoshot<D, Op>(a, sequence);
@@ -223,11 +227,11 @@ __device__ void allreduce_zerocopy(const CollArgs &a, uint64_t sequence) {
   for (size_t done = 0; done < part.count; done += step_elems) {
     const size_t offset = (mine.begin + part.begin + done) * elem;
     const size_t len = min(step_elems, part.count - done);
-    char *const out = bufs.dst[t.rank] + offset;
+    char *const out = bufs.dst[everyone ? t.rank : a.root] + offset;
     const void *const *srcs =
         gather_inputs(t, bufs.src[t.rank] + offset, [&](int q) { return bufs.src[q] + offset; });
     reduce_all<D, Op>(out, srcs, t.size, len, t.size);  // ends with __syncthreads
-    for (int q = 0; q < t.size; ++q) {
+    for (int q = 0; q < t.size && everyone; ++q) {
       if (q != t.rank) copy(block_threads(), bufs.dst[q] + offset, out, len * elem);
     }
   }

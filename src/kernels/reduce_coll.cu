@@ -112,33 +112,6 @@ __device__ void reduce_scatter_zerocopy(const CollArgs &a, uint64_t sequence) {
   end_barrier(t, sequence);  // every peer read its block of this rank's input
 }
 
-// Registered buffers, any size: rank q reduces slice q of the message straight from every
-// rank's input into the root's output, a step of kChunkBytes per block at a time: every input
-// and the root's output need registering.  Slice q of every buffer is touched by rank q alone,
-// so the root's call may be in place.  Two-shot (into the root's gather inbox) when some are
-// not registered.
-template <DType D, RedOp Op>
-__device__ void reduce_zerocopy(const CollArgs &a, uint64_t sequence) {
-  __shared__ ZeroCopyBuffers bufs;
-  const ZeroCopyStart start =
-      zerocopy_start(a, sequence, ZeroCopyNeeds{true, true, -1, a.root}, bufs);
-  if (start == ZeroCopyStart::kStopped) return;
-  if (start == ZeroCopyStart::kUnregistered) return twoshot<D, Op>(a, sequence);
-  const DeviceTeam &t = a.team;
-  constexpr size_t elem = dtype_size(D);
-  const Part mine = split(a.count, elem, t.rank, t.size);
-  const Part part = split(mine.count, elem, blockIdx.x, gridDim.x);
-  const size_t step_elems = kChunkBytes / elem;
-  for (size_t done = 0; done < part.count; done += step_elems) {
-    const size_t offset = (mine.begin + part.begin + done) * elem;
-    const size_t len = min(step_elems, part.count - done);
-    const void *const *srcs =
-        gather_inputs(t, bufs.src[t.rank] + offset, [&](int q) { return bufs.src[q] + offset; });
-    reduce_all<D, Op>(bufs.dst[a.root] + offset, srcs, t.size, len, t.size);
-  }
-  end_barrier(t, sequence);  // every peer read its slice of this rank's input
-}
-
 template <DType D, RedOp Op>
 __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constant__ CollArgs a) {
   const uint64_t sequence = *a.team.sequence;
@@ -154,11 +127,7 @@ __global__ void __launch_bounds__(kCollThreads) reduce_coll(const __grid_constan
       reduce_scatter_pipelined<D, Op>(a, sequence);
     }
   } else if (a.algo == CollAlgo::kZeroCopy) {
-    if (a.kind == CollKind::kReduce) {
-      reduce_zerocopy<D, Op>(a, sequence);
-    } else {
-      allreduce_zerocopy<D, Op>(a, sequence);
-    }
+    zerocopy_reduction<D, Op>(a, sequence);  // allreduce, or reduce: into the root's output
   } else if (a.algo == CollAlgo::kLl) {
     allreduce_ll<D, Op>(a, sequence);
   } else if (!oneshot) {
