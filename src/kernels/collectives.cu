@@ -6,6 +6,10 @@
 #include "ll_line.h"
 
 namespace cohort::kernels {
+
+static_assert(kLlSlotBytes == ll_lines(kLlBytes) * sizeof(LlLine),
+              "a writer's LL slot holds the lines of the largest LL message");
+
 namespace {
 
 bool reduces(CollKind kind) {
@@ -20,8 +24,7 @@ bool valid(const CollArgs &a) {
   if (a.kind == CollKind::kBarrier) return true;
   if (!dtype_valid(a.dtype) || (reduces(a.kind) && !op_valid(a.op)) || a.count == 0) return false;
   if (a.algo == CollAlgo::kZeroCopy) {
-    const bool has = a.kind != CollKind::kBarrier;
-    if (!has || a.team.registered == nullptr) return false;
+    if (a.team.registered == nullptr) return false;  // every collective but the barrier has it
   } else if (a.algo == CollAlgo::kLl) {
     if (a.kind != CollKind::kAllreduce || a.count * dtype_size(a.dtype) > kLlBytes) return false;
   } else if (a.algo != CollAlgo::kOneShot && a.algo != CollAlgo::kPipelined) {

@@ -187,9 +187,9 @@ void wait_for_the_absent_lines(const EmulTeam &team, int blocks) {
   const size_t lines = std::min<size_t>(kCount * 4 / kernels::kLlPayload,
                                         static_cast<size_t>(blocks) * kernels::kCollThreads);
   auto stored = [&](int writer, size_t i) {  // the first call: parity 0, flag 1
-    const auto *line = reinterpret_cast<const volatile uint64_t *>(
-        t.windows[kAbsent] + t.layout.ll_offset + writer * kernels::kLlSlotBytes + i * 16);
-    return kernels::ll_flag(line[0]) == 1 && kernels::ll_flag(line[1]) == 1;
+    const auto *lines = reinterpret_cast<const volatile kernels::LlLine *>(
+        t.windows[kAbsent] + t.layout.ll_offset + writer * kernels::kLlSlotBytes);
+    return kernels::ll_flag(lines[i].half[0]) == 1 && kernels::ll_flag(lines[i].half[1]) == 1;
   };
   for (;;) {
     bool all = true;

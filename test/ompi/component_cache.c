@@ -4,8 +4,8 @@
  * rounds (usually at the same address: the cache must never serve the old registration, and
  * no rank may read a peer's freed buffer).  Every result is checked in full on the host.
  *
- *   mpirun -np 4 -x COLL_TEST_MEMORY=device --mca coll_cohort_verbose 1 component_cache [-b bytes]
- * [-r rounds] [-k calls]
+ *   mpirun -np 4 -x COLL_TEST_MEMORY=device --mca coll_cohort_verbose 1 component_cache
+ *     [-b bytes] [-r rounds] [-k calls]
  *
  * Prints one line per round (rank 0: the addresses, whether they repeat, the slowest rank's
  * time per call) and "component_cache: N wrong" at the end; exits 1 when any value was wrong.
